@@ -1,0 +1,183 @@
+#pragma once
+// The recorder behind fusex::trace. It lives only inside a constant
+// evaluation (std::vector storage is transient there), deduplicates identical
+// nodes and index expressions, and tracks which extents ops require equal.
+
+#include <vector>
+
+#include "graph.hpp"
+
+namespace fusex::detail {
+
+// Problems found while tracing that depend on values rather than types. They
+// are not constexpr, so reaching one stops compilation; the function's name is
+// the message the compiler shows.
+void fusex_error_constant_extents_differ();
+void fusex_error_index_division_by_zero();
+void fusex_error_reshape_element_count_differs();
+void fusex_error_axis_out_of_range();
+void fusex_error_index_from_another_trace();
+
+struct builder {
+  std::vector<node> nodes;
+  std::vector<std::int32_t> args;
+  std::vector<expr> exprs;
+  std::vector<std::int32_t> parent;  // union-find over exprs
+  std::vector<std::int32_t> outputs;
+  std::vector<arg_info> params;
+
+  constexpr bool is_const(std::int32_t e) const { return exprs[e].kind == expr_kind::constant; }
+  constexpr bool is_const(std::int32_t e, std::int64_t v) const {
+    return is_const(e) && exprs[e].value == v;
+  }
+
+  constexpr std::int32_t push_expr(const expr& e) {
+    for (std::size_t i = 0; i < exprs.size(); ++i)
+      if (exprs[i] == e) return static_cast<std::int32_t>(i);
+    exprs.push_back(e);
+    parent.push_back(static_cast<std::int32_t>(parent.size()));
+    return static_cast<std::int32_t>(exprs.size() - 1);
+  }
+
+  constexpr std::int32_t constant(std::int64_t v) { return push_expr({expr_kind::constant, -1, -1, v}); }
+
+  // Interns a binary expression, folding constants and identities so that
+  // equal extents usually end up as the same id.
+  constexpr std::int32_t binary(expr_kind k, std::int32_t a, std::int32_t b) {
+    if (is_const(a) && is_const(b)) {
+      const std::int64_t x = exprs[a].value, y = exprs[b].value;
+      switch (k) {
+        case expr_kind::add: return constant(x + y);
+        case expr_kind::sub: return constant(x - y);
+        case expr_kind::mul: return constant(x * y);
+        case expr_kind::div:
+          if (y == 0) fusex_error_index_division_by_zero();
+          return constant(x / y);
+        case expr_kind::mod:
+          if (y == 0) fusex_error_index_division_by_zero();
+          return constant(x % y);
+        default: break;
+      }
+    }
+    switch (k) {
+      case expr_kind::add:
+        if (is_const(a, 0)) return b;
+        if (is_const(b, 0)) return a;
+        // a + (x - a) == x: the halves of a split add back up to the whole.
+        if (exprs[b].kind == expr_kind::sub && exprs[b].b == a) return exprs[b].a;
+        if (exprs[a].kind == expr_kind::sub && exprs[a].b == b) return exprs[a].a;
+        if (a > b) { auto t = a; a = b; b = t; }
+        break;
+      case expr_kind::sub:
+        if (is_const(b, 0)) return a;
+        if (a == b) return constant(0);
+        break;
+      case expr_kind::mul:
+        if (is_const(a, 1)) return b;
+        if (is_const(b, 1)) return a;
+        if (is_const(a, 0) || is_const(b, 0)) return constant(0);
+        if (a > b) { auto t = a; a = b; b = t; }
+        break;
+      case expr_kind::div:
+        if (is_const(b, 0)) fusex_error_index_division_by_zero();
+        if (is_const(b, 1)) return a;
+        // (x * c) / c == x, the common case of splitting and rejoining heads.
+        if (exprs[a].kind == expr_kind::mul && (exprs[a].a == b || exprs[a].b == b))
+          return exprs[a].a == b ? exprs[a].b : exprs[a].a;
+        break;
+      case expr_kind::mod:
+        if (is_const(b, 0)) fusex_error_index_division_by_zero();
+        if (is_const(b, 1)) return constant(0);
+        break;
+      default: break;
+    }
+    return push_expr({k, a, b, 0});
+  }
+
+  constexpr std::int32_t find(std::int32_t e) const {
+    while (parent[e] != e) e = parent[e];
+    return e;
+  }
+  // Records that two extents must be equal at run time. Constants keep the
+  // class representative so static reasoning sees the known value.
+  constexpr void unify(std::int32_t a, std::int32_t b) {
+    std::int32_t ra = find(a), rb = find(b);
+    if (ra == rb) return;
+    if (is_const(ra) && is_const(rb)) fusex_error_constant_extents_differ();
+    if (is_const(rb) || (!is_const(ra) && rb < ra)) { auto t = ra; ra = rb; rb = t; }
+    parent[rb] = ra;
+  }
+
+  // Appends a node, or returns an identical existing one (common
+  // subexpressions become one node). Sources are never merged.
+  constexpr std::int32_t add(node n, const std::int32_t* operands, int count) {
+    n.nargs = count;
+    const bool mergeable = n.op != op_kind::input && n.op != op_kind::scalar_param;
+    if (mergeable) {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const node& m = nodes[i];
+        if (m.op != n.op || m.nargs != count) continue;
+        node probe = n;
+        probe.arg0 = m.arg0;
+        if (!(probe == m)) continue;
+        bool same = true;
+        for (int k = 0; k < count; ++k) same = same && args[m.arg0 + k] == operands[k];
+        if (same) return static_cast<std::int32_t>(i);
+      }
+    }
+    n.arg0 = static_cast<std::int32_t>(args.size());
+    for (int k = 0; k < count; ++k) args.push_back(operands[k]);
+    nodes.push_back(n);
+    return static_cast<std::int32_t>(nodes.size() - 1);
+  }
+
+  // Drops nodes that no output depends on (arguments always stay), so dead
+  // code in a traced function costs nothing downstream.
+  constexpr void prune() {
+    const std::size_t n = nodes.size();
+    std::vector<char> live(n, 0);
+    for (auto o : outputs) live[o] = 1;
+    for (const auto& p : params)
+      if (p.node >= 0) live[p.node] = 1;
+    for (std::size_t i = n; i-- > 0;)
+      if (live[i])
+        for (int k = 0; k < nodes[i].nargs; ++k) live[args[nodes[i].arg0 + k]] = 1;
+    std::vector<std::int32_t> renum(n, -1);
+    std::vector<node> kept_nodes;
+    std::vector<std::int32_t> kept_args;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!live[i]) continue;
+      node nd = nodes[i];
+      nd.arg0 = static_cast<std::int32_t>(kept_args.size());
+      for (int k = 0; k < nd.nargs; ++k) kept_args.push_back(renum[args[nodes[i].arg0 + k]]);
+      renum[i] = static_cast<std::int32_t>(kept_nodes.size());
+      kept_nodes.push_back(nd);
+    }
+    nodes = kept_nodes;
+    args = kept_args;
+    for (auto& o : outputs) o = renum[o];
+    for (auto& p : params)
+      if (p.node >= 0) p.node = renum[p.node];
+  }
+
+  constexpr graph_sizes sizes() const {
+    return {static_cast<int>(nodes.size()), static_cast<int>(args.size()), static_cast<int>(exprs.size()),
+            static_cast<int>(outputs.size()), static_cast<int>(params.size())};
+  }
+
+  template <graph_sizes S>
+  constexpr graph<S> freeze() const {
+    graph<S> g{};
+    for (int i = 0; i < S.nodes; ++i) g.nodes[i] = nodes[i];
+    for (int i = 0; i < S.args; ++i) g.args[i] = args[i];
+    for (int i = 0; i < S.exprs; ++i) {
+      g.exprs[i] = exprs[i];
+      g.eclass[i] = find(i);
+    }
+    for (int i = 0; i < S.outputs; ++i) g.outputs[i] = outputs[i];
+    for (int i = 0; i < S.params; ++i) g.params[i] = params[i];
+    return g;
+  }
+};
+
+}  // namespace fusex::detail

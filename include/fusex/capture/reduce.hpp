@@ -1,0 +1,85 @@
+#pragma once
+// Reductions along one axis: sum, amax and var_mean. The axis is removed,
+// or kept with extent 1 when `fusex::keepdim` is passed, so the result
+// broadcasts back over the rows it summarises.
+
+#include "tensor.hpp"
+
+namespace fusex {
+
+struct keepdim_t {};
+inline constexpr keepdim_t keepdim{};
+
+namespace detail {
+template <int RO, class T, int R>
+constexpr std::int32_t reduction_node(tensor<T, R> x, op_kind k, dtype out, int axis, bool keep, int flag_bits = 0,
+                                      double value = 0) {
+  builder& b = *x.b_;
+  node nd;
+  nd.op = k;
+  nd.dt = out;
+  nd.rank = RO;
+  nd.axis = static_cast<std::int8_t>(axis);
+  nd.flag = static_cast<std::int8_t>((keep ? 1 : 0) | flag_bits);
+  nd.value = value;
+  for (int i = 0, j = 0; i < R; ++i) {
+    if (i == axis) {
+      if (keep) nd.shape[j++] = b.constant(1);
+    } else {
+      nd.shape[j++] = b.nodes[x.id_].shape[i];
+    }
+  }
+  const std::int32_t ids[1] = {x.id_};
+  return b.add(nd, ids, 1);
+}
+template <dtype D>
+constexpr dtype sum_dtype() {
+  return (D == dtype::b8 || is_integral(D)) ? dtype::i64 : D;
+}
+}  // namespace detail
+
+#define FUSEX_REDUCTION(fn, kind, out_dtype)                                                                 \
+  template <int Axis, class T, int R>                                                                        \
+  constexpr auto fn(tensor<T, R> x) {                                                                        \
+    static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::" #fn ": reduction axis out of range");   \
+    constexpr dtype out = out_dtype;                                                                         \
+    return tensor<detail::type_of<out>, R - 1>{                                                              \
+        x.b_, detail::reduction_node<R - 1>(x, op_kind::kind, out, detail::normalize_axis<R>(Axis), false)}; \
+  }                                                                                                          \
+  template <int Axis, class T, int R>                                                                        \
+  constexpr auto fn(tensor<T, R> x, keepdim_t) {                                                             \
+    static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::" #fn ": reduction axis out of range");   \
+    constexpr dtype out = out_dtype;                                                                         \
+    return tensor<detail::type_of<out>, R>{                                                                  \
+        x.b_, detail::reduction_node<R>(x, op_kind::kind, out, detail::normalize_axis<R>(Axis), true)};      \
+  }
+
+FUSEX_REDUCTION(sum, sum, detail::sum_dtype<dtype_v<T>>())
+FUSEX_REDUCTION(amax, amax, dtype_v<T>)
+#undef FUSEX_REDUCTION
+
+template <class T, int R>
+struct var_mean_result {
+  tensor<T, R> var;
+  tensor<T, R> mean;
+};
+
+// var_mean: variance (dividing by n - correction) and mean along Axis.
+template <int Axis, class T, int R>
+constexpr var_mean_result<T, R - 1> var_mean(tensor<T, R> x, double correction = 0) {
+  static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::var_mean: reduction axis out of range");
+  static_assert(is_floating(dtype_v<T>), "fusex::var_mean: operand must be floating point");
+  constexpr int a = detail::normalize_axis<R>(Axis);
+  return {{x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, a, false, 0, correction)},
+          {x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, a, false, 2, correction)}};
+}
+template <int Axis, class T, int R>
+constexpr var_mean_result<T, R> var_mean(tensor<T, R> x, double correction, keepdim_t) {
+  static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::var_mean: reduction axis out of range");
+  static_assert(is_floating(dtype_v<T>), "fusex::var_mean: operand must be floating point");
+  constexpr int a = detail::normalize_axis<R>(Axis);
+  return {{x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, a, true, 0, correction)},
+          {x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, a, true, 2, correction)}};
+}
+
+}  // namespace fusex

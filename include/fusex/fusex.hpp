@@ -1,0 +1,25 @@
+#pragma once
+// fusex: fuse tensor programs into the fewest, fastest kernels at compile time.
+// The umbrella header; each facility also has a header of its own.
+
+#include "core/config.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+#include "capture/op.hpp"
+#include "capture/graph.hpp"
+#include "capture/index.hpp"
+#include "capture/tensor.hpp"
+#include "capture/elementwise.hpp"
+#include "capture/remap.hpp"
+#include "capture/reduce.hpp"
+#include "capture/matmul.hpp"
+#include "capture/source.hpp"
+#include "capture/trace.hpp"
+#include "capture/print.hpp"
+
+#include "runtime/view.hpp"
+#include "runtime/bind.hpp"
+#include "runtime/evaluate.hpp"
+
+#include "exec/reference.hpp"

@@ -1,0 +1,72 @@
+// Run-time shape, binding and aliasing errors: each is an exception that
+// names the op (or argument) and the values, raised before memory is touched.
+#include "support.hpp"
+
+namespace fx = fusex;
+using Catch::Matchers::Contains;
+
+namespace {
+constexpr auto p_add = fx::trace([](fx::tensor<float, 2> a, fx::tensor<float, 2> b) { return a + b; });
+constexpr auto p_cat = fx::trace([](fx::tensor<float, 2> a, fx::tensor<float, 2> b) { return fx::cat<1>(a, b); });
+constexpr auto p_reshape = fx::trace([](fx::tensor<float, 2> a, fx::index n) { return fx::reshape(a, {n, 4}); });
+constexpr auto p_slice = fx::trace([](fx::tensor<float, 1> a, fx::index s, fx::index e) { return fx::slice<0>(a, s, e); });
+constexpr auto p_pad = fx::trace([](fx::tensor<float, 1> a, fx::index lo) { return fx::pad<0>(a, lo, 1); });
+constexpr auto p_mm = fx::trace([](fx::tensor<float, 2> a, fx::tensor<float, 2> b) { return fx::matmul(a, b); });
+constexpr auto p_bcast = fx::trace([](fx::tensor<float, 1> a, fx::index n) { return fx::broadcast_in_dim<0>(a, {n}); });
+constexpr auto p_div = fx::trace([](fx::tensor<float, 1> a, fx::index n) { return fx::reshape(a, {a.extent<0>() / n}); });
+constexpr auto p_exp = fx::trace([](fx::tensor<float, 1> a) { return fx::exp(a); });
+
+std::vector<float> buf(64, 1.0f);
+fx::view<const float, 2> v2(int r, int c) { return fx::view<const float, 2>(buf.data(), {r, c}); }
+fx::view<const float, 1> v1(int n) { return fx::view<const float, 1>(buf.data(), {n}); }
+}  // namespace
+
+TEST_CASE("elementwise extents that differ name the op, operand and extents", "[errors]") {
+  REQUIRE_THROWS_MATCHES(fx::evaluate(p_add, fx::reference, v2(2, 3), v2(2, 4)), fx::shape_error,
+                         Catch::Message("fusex::add (t2): operand t1 has extents [2, 4] but the result has [2, 3] "
+                                        "(mismatch on axis 1; only extents that are statically 1 broadcast)"));
+  // A run-time extent of 1 does not broadcast implicitly.
+  REQUIRE_THROWS_WITH(fx::evaluate(p_add, fx::reference, v2(2, 3), v2(1, 3)), Contains("fusex::add") && Contains("[1, 3]"));
+}
+
+TEST_CASE("cat, reshape, slice, pad, matmul and broadcast_in_dim check their extents", "[errors]") {
+  REQUIRE_THROWS_WITH(fx::evaluate(p_cat, fx::reference, v2(2, 3), v2(3, 3)),
+                      Contains("fusex::cat (t2): operand 1 (t1) has extents [3, 3] but operand 0 has [2, 3]"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_reshape, fx::reference, v2(2, 6), 4),
+                      Contains("fusex::reshape (t1): cannot reshape [2, 6] (12 elements) to [4, 4] (16 elements)"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_slice, fx::reference, v1(8), 2, 9),
+                      Contains("fusex::slice (t1): bounds start=2 stop=9 step=1 are out of range for extent 8 on axis 0"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_slice, fx::reference, v1(8), 5, 3), Contains("start=5 stop=3"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_slice, fx::reference, v1(8), -1, 3), Contains("fusex::slice"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_pad, fx::reference, v1(8), -2), Contains("fusex::pad (t1): pad widths low=-2 high=1"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_mm, fx::reference, v2(2, 3), v2(4, 5)),
+                      Contains("fusex::matmul (t2): inner extents differ: a is [2, 3], b is [4, 5]"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_bcast, fx::reference, v1(3), 5),
+                      Contains("fusex::broadcast_in_dim (t1): input extent 3 on axis 0 cannot broadcast to 5"));
+  REQUIRE_THROWS_WITH(fx::evaluate(p_div, fx::reference, v1(3), 0), Contains("divides by zero"));
+}
+
+TEST_CASE("outputs are checked for extents, overlap and aliasing", "[errors]") {
+  std::vector<float> out(16);
+  // Wrong extents.
+  REQUIRE_THROWS_WITH(fx::run(p_exp, fx::reference, fx::inputs(v1(4)), fx::outputs(fx::view<float, 1>(out.data(), {5}))),
+                      Contains("fusex::run: output 0 (t1): expected extents [4], got [5]"));
+  // Elements that overlap each other.
+  REQUIRE_THROWS_WITH(
+      fx::run(p_exp, fx::reference, fx::inputs(v1(4)), fx::outputs(fx::view<float, 1>(out.data(), {4}, {0}))),
+      Contains("make elements overlap"));
+  // An output aliasing an input.
+  REQUIRE_THROWS_WITH(
+      fx::run(p_exp, fx::reference, fx::inputs(v1(4)), fx::outputs(fx::view<float, 1>(buf.data() + 2, {4}))),
+      Contains("fusex::run: output 0 (t1) overlaps argument 0"));
+  // Null data for a non-empty input, negative extents.
+  REQUIRE_THROWS_AS(fx::evaluate(p_exp, fx::reference, fx::view<const float, 1>(nullptr, {3})), fx::argument_error);
+  REQUIRE_THROWS_WITH(fx::evaluate(p_exp, fx::reference, fx::view<const float, 1>(buf.data(), {-1})),
+                      Contains("fusex::run: argument 0 (t0): negative extent on axis 0"));
+}
+
+TEST_CASE("errors are raised before any output is written", "[errors]") {
+  std::vector<float> out(6, 42.0f);
+  REQUIRE_THROWS(fx::run(p_add, fx::reference, fx::inputs(v2(2, 3), v2(2, 4)), fx::outputs(fx::view<float, 2>(out.data(), {2, 3}))));
+  for (float v : out) REQUIRE(v == 42.0f);
+}
