@@ -23,3 +23,6 @@
 #include "runtime/evaluate.hpp"
 
 #include "exec/reference.hpp"
+
+#include "plan/plan.hpp"
+#include "plan/explain.hpp"
