@@ -3,6 +3,7 @@
 // evaluation (std::vector storage is transient there), deduplicates identical
 // nodes and index expressions, and tracks which extents ops require equal.
 
+#include <stdexcept>
 #include <vector>
 
 #include "graph.hpp"
@@ -12,11 +13,11 @@ namespace fusex::detail {
 // Problems found while tracing that depend on values rather than types. They
 // are not constexpr, so reaching one stops compilation; the function's name is
 // the message the compiler shows.
-void fusex_error_constant_extents_differ();
-void fusex_error_index_division_by_zero();
-void fusex_error_reshape_element_count_differs();
-void fusex_error_axis_out_of_range();
-void fusex_error_index_from_another_trace();
+inline void fusex_error_constant_extents_differ() { throw std::logic_error("fusex: constant extents differ"); }
+inline void fusex_error_index_division_by_zero() { throw std::logic_error("fusex: index division by zero"); }
+inline void fusex_error_reshape_element_count_differs() { throw std::logic_error("fusex: reshape element count differs"); }
+inline void fusex_error_axis_out_of_range() { throw std::logic_error("fusex: axis out of range"); }
+inline void fusex_error_index_from_another_trace() { throw std::logic_error("fusex: index from another trace"); }
 
 struct builder {
   std::vector<node> nodes;

@@ -4,6 +4,7 @@
 // fuses them gather-style: a consumer computes its producer at the remapped
 // index instead of reading a materialised tensor.
 
+#include <stdexcept>
 #include <utility>
 
 #include "elementwise.hpp"
@@ -11,9 +12,9 @@
 namespace fusex {
 
 namespace detail {
-void fusex_error_slice_bounds_out_of_range();
-void fusex_error_pad_width_negative();
-void fusex_error_reshape_more_than_one_inferred_extent();
+inline void fusex_error_slice_bounds_out_of_range() { throw std::logic_error("fusex: slice bounds out of range"); }
+inline void fusex_error_pad_width_negative() { throw std::logic_error("fusex: pad width negative"); }
+inline void fusex_error_reshape_more_than_one_inferred_extent() { throw std::logic_error("fusex: reshape more than one inferred extent"); }
 
 template <int... P>
 constexpr bool is_permutation() {

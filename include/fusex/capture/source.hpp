@@ -3,12 +3,13 @@
 // given indices; at least one must be a run-time index (or use the *_like
 // forms), since that is how the source finds the trace it belongs to.
 
+#include <stdexcept>
 #include "elementwise.hpp"
 
 namespace fusex {
 
 namespace detail {
-void fusex_error_full_needs_a_runtime_extent_or_full_like();
+inline void fusex_error_full_needs_a_runtime_extent_or_full_like() { throw std::logic_error("fusex: full needs a runtime extent or full like"); }
 
 template <int R>
 constexpr builder* builder_of(const index (&shape)[R]) {

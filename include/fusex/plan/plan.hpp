@@ -188,14 +188,17 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
   plan_data<S> out{};
   out.ngroups = static_cast<int>(order.size());
   for (int v = 0; v < S.nodes; ++v) out.group_of[v] = p.group_of[v] >= 0 ? pos[p.group_of[v]] : -1;
+  std::vector<int> final_group(out.group_of, out.group_of + S.nodes);
+  std::vector<int> read_stamp(static_cast<std::size_t>(S.nodes), -1);
+  const buckets bk = bucket_members(a, final_group);
   int nm = 0, nr = 0, nw = 0;
   for (int gi = 0; gi < out.ngroups; ++gi) {
     plan_group& pg = out.groups[gi];
     pg.member0 = nm;
     pg.read0 = nr;
     pg.write0 = nw;
-    for (int v : a.compute) {
-      if (out.group_of[v] != gi) continue;
+    for (int bi = bk.begin[gi]; bi < bk.begin[gi + 1]; ++bi) {
+      const int v = bk.nodes[bi];
       out.members[nm++] = v;
       if (executor[v] >= 0) pg.executor = executor[v];
       if (a.kind[v] == nkind::row_reduce || a.kind[v] == nkind::col_reduce) {
@@ -211,12 +214,10 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
       for (int j = 0; j < gr.nodes[v].nargs; ++j) {
         const int u = g.operand(v, j);
         if (!(a.kind[u] == nkind::memory || (a.is_compute(u) && out.group_of[u] != gi))) continue;
-        bool have = false;
-        for (int r = pg.read0; r < nr; ++r) have = have || out.reads[r] == u;
-        if (!have) {
-          out.reads[nr++] = u;
-          pg.bytes_read += a.bytes[u];
-        }
+        if (read_stamp[u] == gi) continue;
+        read_stamp[u] = gi;
+        out.reads[nr++] = u;
+        pg.bytes_read += a.bytes[u];
       }
     }
     pg.nreads = nr - pg.read0;
@@ -258,8 +259,12 @@ constexpr bool check_invariants(const graph<S>& gr, const plan_data<S>& p, const
   }
   std::vector<int> group_of(p.group_of, p.group_of + S.nodes);
   // valid groups, acyclic contraction, listed in a topological order
-  for (int i = 0; i < p.ngroups; ++i)
-    if (!group_is_valid(a, members_of(a, group_of, i), group_of, i)) return false;
+  const buckets bk = bucket_members(a, group_of);
+  std::vector<char> dep(static_cast<std::size_t>(S.nodes), 0);
+  for (int i = 0; i < p.ngroups; ++i) {
+    const std::vector<int> m(bk.nodes.begin() + bk.begin[i], bk.nodes.begin() + bk.begin[i + 1]);
+    if (!group_is_valid(a, m, group_of, i, dep)) return false;
+  }
   if (!is_acyclic(a, group_of, p.ngroups)) return false;
   for (int v : a.compute)
     for (int k = 0; k < gr.nodes[v].nargs; ++k) {

@@ -22,28 +22,29 @@
 
 namespace fusex::detail::planning {
 
-enum class shape_class : std::uint8_t { full, row, reduced, other };
+// How a node's shape relates to the domain of reduction r. A shape can be
+// both (when the reduced axis already has extent 1).
+struct shape_class {
+  bool full = false;     // the reduction's input shape
+  bool reduced = false;  // that shape with the axis dropped or of extent 1
+};
 
-// Class of node v relative to the domain of reduction r.
 constexpr shape_class classify(const graph_ref& g, int v, int r) {
   const node& n = g.nodes[v];
   const node& d = g.nodes[g.operand(r, 0)];
   const int R = d.rank, a = g.nodes[r].axis;
-  bool full = n.rank == R;
-  for (int i = 0; full && i < R; ++i) full = g.same(n.shape[i], d.shape[i]);
-  if (full) return shape_class::full;
-  // The reduced shape: axis a dropped, or kept with extent 1.
+  shape_class c;
+  c.full = n.rank == R;
+  for (int i = 0; c.full && i < R; ++i) c.full = g.same(n.shape[i], d.shape[i]);
   if (n.rank == R) {
-    bool red = g.is_const(n.shape[a], 1);
-    for (int i = 0; red && i < R; ++i) red = i == a || g.same(n.shape[i], d.shape[i]);
-    if (red) return a == R - 1 ? shape_class::row : shape_class::reduced;
+    c.reduced = g.is_const(n.shape[a], 1);
+    for (int i = 0; c.reduced && i < R; ++i) c.reduced = i == a || g.same(n.shape[i], d.shape[i]);
   } else if (n.rank == R - 1) {
-    bool red = true;
-    for (int i = 0, j = 0; red && i < R; ++i)
-      if (i != a) red = g.same(n.shape[j++], d.shape[i]);
-    if (red) return a == R - 1 ? shape_class::row : shape_class::reduced;
+    c.reduced = true;
+    for (int i = 0, j = 0; c.reduced && i < R; ++i)
+      if (i != a) c.reduced = g.same(n.shape[j++], d.shape[i]);
   }
-  return shape_class::other;
+  return c;
 }
 
 // Operand u of v keeps the row index when v is evaluated on a row-domain index.
@@ -107,24 +108,23 @@ constexpr bool group_is_valid(const analysis& a, const std::vector<int>& members
       if (group_of[u] == self && dep[u]) d = true;
     }
     const shape_class c = classify(g, v, red);
+    const bool row_domain = c.full || c.reduced;  // D-shaped or row-shaped
     if (is_red) {
       // A reduction of an earlier reduction's result must see it row-aligned.
       if (d && !row) return false;
       dep[v] = 1;
     } else if (d) {
       if (row) {
-        if (c != shape_class::full && c != shape_class::row) return false;
-        if (!row_aligned_op(g, v, red)) return false;
-        if (g.nodes[v].op == op_kind::reshape && (c != shape_class::row || classify(g, g.operand(v, 0), red) != shape_class::row))
-          return false;
+        if (!row_domain || !row_aligned_op(g, v, red)) return false;
+        if (g.nodes[v].op == op_kind::reshape && !(c.reduced && classify(g, g.operand(v, 0), red).reduced)) return false;
       } else {
-        if (c != shape_class::reduced || category(g.nodes[v].op) != op_category::elementwise) return false;
+        if (!c.reduced || category(g.nodes[v].op) != op_category::elementwise) return false;
       }
       dep[v] = 1;
     }
     if (is_output(v)) {
-      if (row && c != shape_class::full && c != shape_class::row) return false;
-      if (!row && !(dep[v] ? c == shape_class::reduced : c == shape_class::full)) return false;
+      if (row && !row_domain) return false;
+      if (!row && !(dep[v] ? c.reduced : c.full)) return false;
     }
   }
   return true;

@@ -33,6 +33,23 @@ constexpr std::vector<int> members_of(const analysis& a, const std::vector<int>&
   return m;
 }
 
+// Members of every group at once, in O(V): buckets[b[g] .. b[g + 1]).
+struct buckets {
+  std::vector<int> begin, nodes;
+};
+constexpr buckets bucket_members(const analysis& a, const std::vector<int>& group_of) {
+  int ng = 0;
+  for (int v : a.compute) ng = group_of[v] + 1 > ng ? group_of[v] + 1 : ng;
+  buckets b;
+  b.begin.assign(static_cast<std::size_t>(ng + 1), 0);
+  for (int v : a.compute) ++b.begin[group_of[v] + 1];
+  for (int x = 0; x < ng; ++x) b.begin[x + 1] += b.begin[x];
+  b.nodes.assign(a.compute.size(), 0);
+  std::vector<int> fill(b.begin.begin(), b.begin.end() - 1);
+  for (int v : a.compute) b.nodes[fill[group_of[v]]++] = v;  // stays topological
+  return b;
+}
+
 // Modelled cost: bytes read and written by every group plus launches.
 struct cost_breakdown {
   double read = 0, written = 0;
@@ -44,15 +61,14 @@ struct cost_breakdown {
 constexpr cost_breakdown cost_of(const analysis& a, const std::vector<int>& group_of) {
   cost_breakdown c;
   const graph_ref& g = a.g;
-  int maxg = -1;
-  for (int v : a.compute) maxg = group_of[v] > maxg ? group_of[v] : maxg;
-  std::vector<char> used(static_cast<std::size_t>(maxg + 1), 0);
-  // reads: distinct (group, value) pairs; marks per value reset per group via a stamp
+  const buckets b = bucket_members(a, group_of);
+  const int ng = static_cast<int>(b.begin.size()) - 1;
   std::vector<int> stamp(static_cast<std::size_t>(g.n), -1);
-  for (int gid = 0; gid <= maxg; ++gid) {
-    for (int v : a.compute) {
-      if (group_of[v] != gid) continue;
-      used[gid] = 1;
+  for (int gid = 0; gid < ng; ++gid) {
+    if (b.begin[gid] == b.begin[gid + 1]) continue;
+    ++c.launches;
+    for (int i = b.begin[gid]; i < b.begin[gid + 1]; ++i) {
+      const int v = b.nodes[i];
       for (int k = 0; k < g.nodes[v].nargs; ++k) {
         const int u = g.operand(v, k);
         if (stamp[u] == gid) continue;
@@ -63,7 +79,6 @@ constexpr cost_breakdown cost_of(const analysis& a, const std::vector<int>& grou
       }
     }
   }
-  for (int gid = 0; gid <= maxg; ++gid) c.launches += used[gid];
   for (int v : a.compute) {
     bool out = a.is_out[v];
     for (int k = 0; !out && k < a.num_consumers(v); ++k) out = group_of[a.consumer(v, k)] != group_of[v];
@@ -170,79 +185,273 @@ constexpr partition unfused(const analysis& a) {
   return {group_of, next, false};
 }
 
-// Merges groups x and y when the result is a valid, acyclic group. `fixed`
-// groups (claimed regions) never merge.
+// Merge-based planning state. Groups keep sorted member lists, a cached
+// kind and domain (cheap rejection of incompatible merges) and a level (the
+// longest path to them in the group graph). Two groups on one level, or on
+// adjacent levels joined by an edge, can merge without creating a cycle (a
+// second path between them would need a level gap): nvFuser's rule. Other
+// pairs need a path search, which is budgeted on large graphs because a
+// constant evaluation runs at about a million simple steps per second.
 struct merger {
   const analysis& a;
   std::vector<int> group_of;
   int ngroups;
-  std::vector<char> fixed;
+  std::vector<char> fixed;  // claimed regions never merge
+  std::vector<std::vector<int>> members;
+  std::vector<char> opaque;
+  std::vector<int> red_kind;  // 0 none, 1 row, 2 column
+  std::vector<int> red_domain;
+  // group graph in CSR form and levels, valid while !dirty
+  bool dirty = true;
+  std::vector<int> succ_begin, succ, level;
+  long search_budget;  // remaining path-search steps
+  // scratch
+  std::vector<char> dep;
+  std::vector<int> visit_stamp, stack, merged, edge_stamp, indeg, order;
+  int stamp = 0;
 
-  constexpr bool try_merge(int x, int y) {
-    if (x == y || fixed[x] || fixed[y]) return false;
-    if (is_opaque_group(a, group_of, x) || is_opaque_group(a, group_of, y)) return false;
-    std::vector<int> trial = group_of;
-    for (int v : a.compute)
-      if (trial[v] == y) trial[v] = x;
-    if (!group_is_valid(a, members_of(a, trial, x), trial, x)) return false;
-    const auto succ = group_graph(a, group_of, ngroups);
-    if (reaches_indirectly(succ, x, y) || reaches_indirectly(succ, y, x)) return false;
-    group_of = trial;
+  constexpr merger(const analysis& an, std::vector<int> g, int n, std::vector<char> fx)
+      : a(an), group_of(g), ngroups(n), fixed(fx) {
+    members.resize(static_cast<std::size_t>(n));
+    opaque.assign(static_cast<std::size_t>(n), 0);
+    red_kind.assign(static_cast<std::size_t>(n), 0);
+    red_domain.assign(static_cast<std::size_t>(n), -1);
+    for (int v : a.compute) {
+      const int x = group_of[v];
+      members[x].push_back(v);
+      if (a.kind[v] == nkind::opaque) opaque[x] = 1;
+      if (a.kind[v] == nkind::row_reduce || a.kind[v] == nkind::col_reduce) {
+        red_kind[x] = a.kind[v] == nkind::row_reduce ? 1 : 2;
+        red_domain[x] = a.domain[v];
+      }
+    }
+    fixed.resize(static_cast<std::size_t>(n), 0);
+    dep.assign(static_cast<std::size_t>(a.g.n), 0);
+    visit_stamp.assign(static_cast<std::size_t>(n), 0);
+    edge_stamp.assign(static_cast<std::size_t>(n), -1);
+    level.assign(static_cast<std::size_t>(n), 0);
+    search_budget = a.compute.size() <= 64 ? (1L << 40) : 40L * static_cast<long>(a.compute.size());
+  }
+
+  constexpr void rebuild() {
+    succ_begin.assign(static_cast<std::size_t>(ngroups + 1), 0);
+    succ.clear();
+    indeg.assign(static_cast<std::size_t>(ngroups), 0);
+    for (int x = 0; x < ngroups; ++x) {
+      succ_begin[x] = static_cast<int>(succ.size());
+      for (int v : members[x])
+        for (int k = 0; k < a.num_consumers(v); ++k) {
+          const int gc = group_of[a.consumer(v, k)];
+          if (gc < 0 || gc == x || edge_stamp[gc] == x) continue;
+          edge_stamp[gc] = x;
+          succ.push_back(gc);
+          ++indeg[gc];
+        }
+    }
+    succ_begin[ngroups] = static_cast<int>(succ.size());
+    for (int x = 0; x < ngroups; ++x) edge_stamp[x] = -1;
+    // levels: longest path from a source group (Kahn order)
+    order.clear();
+    for (int x = 0; x < ngroups; ++x) {
+      level[x] = 0;
+      if (indeg[x] == 0) order.push_back(x);
+    }
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int x = order[i];
+      for (int j = succ_begin[x]; j < succ_begin[x + 1]; ++j) {
+        const int y = succ[j];
+        if (level[y] < level[x] + 1) level[y] = level[x] + 1;
+        if (--indeg[y] == 0) order.push_back(y);
+      }
+    }
+    dirty = false;
+  }
+
+  constexpr bool has_edge(int x, int y) const {
+    for (int j = succ_begin[x]; j < succ_begin[x + 1]; ++j)
+      if (succ[j] == y) return true;
+    return false;
+  }
+
+  // A path from group `from` to group `to` through at least one other group;
+  // only groups below `to`'s level can lie on it. Budget exhausted: assume yes.
+  constexpr bool indirect_path(int from, int to) {
+    if (level[from] >= level[to]) return false;
+    ++stamp;
+    stack.clear();
+    for (int i = succ_begin[from]; i < succ_begin[from + 1]; ++i)
+      if (succ[i] != to && level[succ[i]] < level[to]) {
+        visit_stamp[succ[i]] = stamp;
+        stack.push_back(succ[i]);
+      }
+    while (!stack.empty()) {
+      if (--search_budget < 0) return true;
+      const int x = stack.back();
+      stack.pop_back();
+      for (int i = succ_begin[x]; i < succ_begin[x + 1]; ++i) {
+        const int y = succ[i];
+        if (y == to) return true;
+        if (visit_stamp[y] != stamp && level[y] < level[to]) {
+          visit_stamp[y] = stamp;
+          stack.push_back(y);
+        }
+      }
+    }
+    return false;
+  }
+
+  constexpr bool acyclic_merge(int x, int y) {
+    if (level[x] == level[y]) return true;  // no path either way
+    const int lo = level[x] < level[y] ? x : y, hi = lo == x ? y : x;
+    if (level[hi] == level[lo] + 1 && has_edge(lo, hi)) return true;
+    return !indirect_path(lo, hi);
+  }
+
+  // `known_acyclic`: the caller has established that the merge closes no cycle.
+  constexpr bool try_merge(int x, int y, bool into_fixed = false, bool known_acyclic = false) {
+    if (x == y || (fixed[x] && !into_fixed) || fixed[y] || opaque[x] || opaque[y]) return false;
+    if (members[x].empty() || members[y].empty()) return false;
+    if (red_kind[x] && red_kind[y] && (red_kind[x] != red_kind[y] || red_domain[x] != red_domain[y])) return false;
+    if (!known_acyclic) {
+      if (dirty) rebuild();
+      if (!acyclic_merge(x, y)) return false;
+    }
+    // merged member list, sorted
+    merged.clear();
+    std::size_t i = 0, j = 0;
+    const auto& mx = members[x];
+    const auto& my = members[y];
+    while (i < mx.size() || j < my.size())
+      merged.push_back(j >= my.size() || (i < mx.size() && mx[i] < my[j]) ? mx[i++] : my[j++]);
+    for (int v : my) group_of[v] = x;
+    // Two pointwise groups always make a valid pointwise group.
+    if ((red_kind[x] || red_kind[y]) && !group_is_valid(a, merged, group_of, x, dep)) {
+      for (int v : my) group_of[v] = y;
+      return false;
+    }
+    members[x] = merged;
+    members[y].clear();
+    if (red_kind[y]) {
+      red_kind[x] = red_kind[y];
+      red_domain[x] = red_domain[y];
+    }
+    dirty = true;
     return true;
   }
 };
 
-// Edges between compute nodes, largest producer first (ties: graph order).
-constexpr std::vector<std::pair<int, int>> edges_by_bytes(const analysis& a) {
+// Merging in rounds, for large graphs: levels are computed once per round,
+// and a round merges disjoint pairs that are on one level or on adjacent
+// levels joined by an edge, skipping any pair next to a group already merged
+// in the round. Within a round those merges cannot form a cycle together (a
+// cycle would have to pass through two merged pairs joined by direct edges),
+// so no path search and no rebuild is needed until the round ends.
+template <class Candidates>
+constexpr void merge_in_rounds(merger& m, Candidates candidates) {
+  std::vector<int> touched;
+  std::vector<int> pred_begin, pred;
+  for (int round = 0; round < 64; ++round) {
+    m.rebuild();
+    // predecessor lists, for the neighbour rule
+    pred_begin.assign(static_cast<std::size_t>(m.ngroups + 1), 0);
+    for (int x = 0; x < m.ngroups; ++x)
+      for (int j = m.succ_begin[x]; j < m.succ_begin[x + 1]; ++j) ++pred_begin[m.succ[j] + 1];
+    for (int x = 0; x < m.ngroups; ++x) pred_begin[x + 1] += pred_begin[x];
+    pred.assign(static_cast<std::size_t>(pred_begin[m.ngroups]), 0);
+    std::vector<int> fill(pred_begin.begin(), pred_begin.end() - 1);
+    for (int x = 0; x < m.ngroups; ++x)
+      for (int j = m.succ_begin[x]; j < m.succ_begin[x + 1]; ++j) pred[fill[m.succ[j]]++] = x;
+    touched.assign(static_cast<std::size_t>(m.ngroups), 0);
+    auto near_touched = [&](int x) {
+      if (touched[x]) return true;
+      for (int j = m.succ_begin[x]; j < m.succ_begin[x + 1]; ++j)
+        if (touched[m.succ[j]]) return true;
+      for (int j = pred_begin[x]; j < pred_begin[x + 1]; ++j)
+        if (touched[pred[j]]) return true;
+      return false;
+    };
+    int merges = 0;
+    candidates([&](int x, int y) {
+      if (x == y || m.members[x].empty() || m.members[y].empty()) return;
+      if (near_touched(x) || near_touched(y)) return;
+      const int lx = m.level[x], ly = m.level[y];
+      const bool safe = lx == ly || (ly == lx + 1 && m.has_edge(x, y)) || (lx == ly + 1 && m.has_edge(y, x));
+      if (safe && m.try_merge(x, y, false, true)) {
+        touched[x] = touched[y] = 1;
+        ++merges;
+      }
+    });
+    if (merges == 0) break;
+  }
+}
+
+// Edges between compute nodes in merge order: edges into reductions first
+// (the most constrained groups gather their producers before pointwise
+// groups take them), then edges out of reductions, then the rest; within
+// each class the largest producer first, ties in graph order.
+constexpr std::vector<std::pair<int, int>> edges_by_priority(const analysis& a) {
+  auto is_red = [&](int v) { return a.kind[v] == nkind::row_reduce || a.kind[v] == nkind::col_reduce; };
+  auto rank = [&](const std::pair<int, int>& e) { return is_red(e.second) ? 0 : is_red(e.first) ? 1 : 2; };
   std::vector<std::pair<int, int>> e;
   for (int v : a.compute)
     for (int k = 0; k < a.num_consumers(v); ++k) {
       const int c = a.consumer(v, k);
       if (a.is_compute(c)) e.push_back({v, c});
     }
-  // insertion sort keeps it constexpr-friendly and stable
-  for (std::size_t i = 1; i < e.size(); ++i)
-    for (std::size_t j = i; j > 0 && a.bytes[e[j].first] > a.bytes[e[j - 1].first]; --j) {
-      auto t = e[j];
-      e[j] = e[j - 1];
-      e[j - 1] = t;
+  auto before = [&](const std::pair<int, int>& x, const std::pair<int, int>& y) {
+    if (rank(x) != rank(y)) return rank(x) < rank(y);
+    return a.bytes[x.first] > a.bytes[y.first];
+  };
+  // merge sort: stable, O(E log E), and cheap in a constant evaluation
+  std::vector<std::pair<int, int>> tmp(e.size());
+  for (std::size_t width = 1; width < e.size(); width *= 2) {
+    for (std::size_t lo = 0; lo < e.size(); lo += 2 * width) {
+      const std::size_t mid = lo + width < e.size() ? lo + width : e.size();
+      const std::size_t hi = lo + 2 * width < e.size() ? lo + 2 * width : e.size();
+      std::size_t i = lo, j = mid, k = lo;
+      while (i < mid || j < hi) tmp[k++] = (j >= hi || (i < mid && !before(e[j], e[i]))) ? e[i++] : e[j++];
     }
+    e.swap(tmp);
+  }
   return e;
 }
 
 constexpr void merge_edges(merger& m) {
-  for (auto [u, v] : edges_by_bytes(m.a)) m.try_merge(m.group_of[u], m.group_of[v]);
+  const auto edges = edges_by_priority(m.a);
+  if (m.a.compute.size() > 64) {
+    merge_in_rounds(m, [&](auto&& f) {
+      for (auto [u, v] : edges) f(m.group_of[u], m.group_of[v]);
+    });
+    return;
+  }
+  for (auto [u, v] : edges) m.try_merge(m.group_of[u], m.group_of[v]);
 }
 
 // Groups that read the same value merge (that value is then read once).
 constexpr void merge_siblings(merger& m) {
   const analysis& a = m.a;
-  std::vector<int> values;
-  for (int u = 0; u < a.g.n; ++u)
-    if ((a.kind[u] == nkind::memory || a.is_compute(u)) && a.num_consumers(u) > 1) values.push_back(u);
-  for (std::size_t i = 1; i < values.size(); ++i)
-    for (std::size_t j = i; j > 0 && a.bytes[values[j]] > a.bytes[values[j - 1]]; --j) {
-      auto t = values[j];
-      values[j] = values[j - 1];
-      values[j - 1] = t;
-    }
-  for (int u : values)
+  for (int u = 0; u < a.g.n; ++u) {
+    if (!(a.kind[u] == nkind::memory || a.is_compute(u)) || a.num_consumers(u) < 2) continue;
     for (int k = 0; k < a.num_consumers(u); ++k)
       for (int l = k + 1; l < a.num_consumers(u); ++l) {
         const int c1 = a.consumer(u, k), c2 = a.consumer(u, l);
         if (a.is_compute(c1) && a.is_compute(c2)) m.try_merge(m.group_of[c1], m.group_of[c2]);
       }
+  }
 }
 
-// Any two groups that can merge do: one launch fewer, no more bytes.
+// Any two groups that can merge do: one launch fewer, no more bytes. Pairs
+// on one level merge without a path search; other pairs are tried on small
+// graphs only.
 constexpr void merge_any(merger& m) {
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<char> live(static_cast<std::size_t>(m.ngroups), 0);
-    for (int v : m.a.compute) live[m.group_of[v]] = 1;
+  const bool small = m.a.compute.size() <= 64;
+  for (int pass = 0; pass < 2; ++pass)
     for (int x = 0; x < m.ngroups; ++x)
-      for (int y = x + 1; live[x] && y < m.ngroups; ++y)
-        if (live[y] && m.try_merge(x, y)) live[y] = 0;
-  }
+      for (int y = x + 1; !m.members[x].empty() && y < m.ngroups; ++y) {
+        if (m.members[y].empty()) continue;
+        if (m.dirty) m.rebuild();
+        if (small || m.level[x] == m.level[y]) m.try_merge(x, y);
+      }
 }
 
 // Moves single nodes to a neighbour's group (or a new group) while that
@@ -490,23 +699,23 @@ struct exact_search {
 };
 
 constexpr partition greedy(const analysis& a, std::vector<int> group_of, int ngroups, std::vector<char> fixed) {
-  merger m{a, group_of, ngroups, fixed};
+  merger m(a, group_of, ngroups, fixed);
   merge_edges(m);
   return compact(a, m.group_of);
 }
 
 // Grows each claim of executor c over every node it can fuse that dataflow
 // reaches (in either direction), as long as the region stays acyclic: the
-// greedy-claim behaviour of the seed story.
+// greedy-claim behaviour of the seed story. Regions come back as fixed groups.
 template <class CanFuse>
 constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, std::vector<char>& fixed) {
-  partition p = unfused(a);
-  fixed.assign(static_cast<std::size_t>(p.ngroups), 0);
+  const partition p = unfused(a);
+  merger m(a, p.group_of, p.ngroups, std::vector<char>(static_cast<std::size_t>(p.ngroups), 0));
   std::vector<char> taken(static_cast<std::size_t>(a.g.n), 0);
   for (int t : a.compute) {
     if (a.claimant[t] < 0 || taken[t]) continue;
-    const int region = p.group_of[t];
-    fixed[region] = 1;
+    const int region = m.group_of[t];
+    m.fixed[region] = 1;
     taken[t] = 1;
     std::vector<char> seen(static_cast<std::size_t>(a.g.n), 0);
     std::vector<int> queue{t};
@@ -518,32 +727,57 @@ constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, std::vector
         seen[w] = 1;
         queue.push_back(w);
         if (taken[w] || a.kind[w] != nkind::pointwise || !can_fuse(a.claimant[t], w)) return;
-        const auto succ = group_graph(a, p.group_of, p.ngroups);
-        const int gw = p.group_of[w];
-        if (reaches_indirectly(succ, region, gw) || reaches_indirectly(succ, gw, region)) return;
-        p.group_of[w] = region;
-        taken[w] = 1;
+        if (m.try_merge(region, m.group_of[w], true)) taken[w] = 1;
       };
       for (int k = 0; k < a.g.nodes[x].nargs; ++k) visit(a.g.operand(x, k));
       for (int k = 0; k < a.num_consumers(x); ++k) visit(a.consumer(x, k));
     }
   }
-  return p;
+  fixed = m.fixed;
+  return {m.group_of, m.ngroups, false};
 }
 
 constexpr partition fused(const analysis& a, long exact_steps) {
   partition base = unfused(a);
   // The claimed (opaque) singletons stay as they are; everything else merges.
-  merger m{a, base.group_of, base.ngroups, std::vector<char>(static_cast<std::size_t>(base.ngroups), 0)};
-  merge_edges(m);
-  const partition greedy_plan = compact(a, m.group_of);
-  merge_siblings(m);
-  merge_any(m);
+  merger m(a, base.group_of, base.ngroups, std::vector<char>(static_cast<std::size_t>(base.ngroups), 0));
+  const bool large = a.compute.size() > 64;
+  partition greedy_plan;
+  if (!large) {
+    merge_edges(m);
+    greedy_plan = compact(a, m.group_of);
+    merge_siblings(m);
+    merge_any(m);
+  } else {
+    merge_edges(m);
+    greedy_plan = compact(a, m.group_of);
+    merge_in_rounds(m, [&](auto&& f) {  // siblings: groups reading one value
+      for (int u = 0; u < a.g.n; ++u)
+        for (int k = 1; k < a.num_consumers(u); ++k)
+          if (a.is_compute(a.consumer(u, 0)) && a.is_compute(a.consumer(u, k)))
+            f(m.group_of[a.consumer(u, 0)], m.group_of[a.consumer(u, k)]);
+    });
+    merge_in_rounds(m, [&](auto&& f) {  // groups on one level, pairwise by kind
+      int maxl = 0;
+      for (int x = 0; x < m.ngroups; ++x) maxl = m.level[x] > maxl ? m.level[x] : maxl;
+      std::vector<int> last(static_cast<std::size_t>(3 * (maxl + 1)), -1);
+      for (int x = 0; x < m.ngroups; ++x) {
+        if (m.members[x].empty() || m.opaque[x] || m.fixed[x]) continue;
+        int& l = last[3 * m.level[x] + m.red_kind[x]];
+        if (l < 0) {
+          l = x;
+        } else {
+          f(l, x);
+          l = -1;
+        }
+      }
+    });
+  }
   int ng = m.ngroups;
   std::vector<int> g = m.group_of;
   // Single-node moves cost O(V * (V + E)) per round: worth it on the graphs
   // people write by hand, skipped on very large generated ones.
-  if (a.compute.size() <= 160) move_nodes(a, g, ng, 6);
+  if (!large) move_nodes(a, g, ng, 4);
   partition heuristic = compact(a, g);
   // Candidates: the heuristic, the greedy plan, the unfused plan.
   partition best = heuristic;
@@ -556,6 +790,9 @@ constexpr partition fused(const analysis& a, long exact_steps) {
     }
   }
   // Exact search, seeded with the best so far (strictly better plans only).
+  // Its per-step cost grows with the square of the group count, so it runs
+  // on the graph sizes where it can finish.
+  if (a.compute.size() > 40) return best;
   exact_search s(a, best.group_of, best_cost, exact_steps);
   s.dfs(0, 0);
   if (s.best != best.group_of) best = compact(a, s.best);
