@@ -5,6 +5,7 @@
 #include "core/config.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/math.hpp"
 
 #include "capture/op.hpp"
 #include "capture/graph.hpp"
