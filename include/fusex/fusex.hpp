@@ -27,3 +27,4 @@
 
 #include "plan/plan.hpp"
 #include "plan/explain.hpp"
+#include "exec/host.hpp"

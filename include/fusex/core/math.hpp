@@ -27,6 +27,12 @@ FUSEX_HD inline float sqrt(float x) { return ::sqrtf(x); }
 FUSEX_HD inline float rsqrt(float x) { return ::rsqrtf(x); }
 FUSEX_HD inline float pow(float x, float y) { return ::powf(x, y); }
 FUSEX_HD inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+FUSEX_HD inline float abs(float x) { return ::fabsf(x); }
+FUSEX_HD inline float maximum(float a, float b) { return (a != a || b != b) ? a + b : ::fmaxf(a, b); }
+FUSEX_HD inline float minimum(float a, float b) { return (a != a || b != b) ? a + b : ::fminf(a, b); }
+FUSEX_HD inline double abs(double x) { return ::fabs(x); }
+FUSEX_HD inline double maximum(double a, double b) { return (a != a || b != b) ? a + b : ::fmax(a, b); }
+FUSEX_HD inline double minimum(double a, double b) { return (a != a || b != b) ? a + b : ::fmin(a, b); }
 FUSEX_HD inline double exp(double x) { return ::exp(x); }
 FUSEX_HD inline double exp2(double x) { return ::exp2(x); }
 FUSEX_HD inline double log(double x) { return ::log(x); }
@@ -207,6 +213,13 @@ inline float sqrt(float x) {
 }
 
 inline float pow(float x, float y) { return std::pow(x, y); }
+inline float abs(float x) { return detail::bits_to_float(detail::float_to_bits(x) & 0x7fffffffu); }
+// NaN-propagating maximum and minimum (a + b is NaN when either is).
+inline float maximum(float a, float b) { return sel(a != a || b != b, a + b, sel(a > b, a, b)); }
+inline float minimum(float a, float b) { return sel(a != a || b != b, a + b, sel(a < b, a, b)); }
+inline double abs(double x) { return std::fabs(x); }
+inline double maximum(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+inline double minimum(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }  // exp(-x) = inf gives 0
 
 inline double exp(double x) { return std::exp(x); }

@@ -54,7 +54,7 @@ std::string explain(plan<P, Policy> pl) {
   const double total = d.bytes_read + d.bytes_written;
   char ratio[32];
   std::snprintf(ratio, sizeof ratio, "%.3f", d.min_bytes > 0 ? total / d.min_bytes : 1.0);
-  s += "total: " + detail::format_bytes(total) + " moved in " + std::to_string(d.ngroups) + " launches; minimum " +
+  s += "total: " + detail::format_bytes(total) + " moved in " + std::to_string(d.ngroups) + (d.ngroups == 1 ? " launch; minimum " : " launches; minimum ") +
        detail::format_bytes(d.min_bytes) + " (ratio " + ratio + ")\n";
   return s;
 }

@@ -9,6 +9,7 @@
 //   static_assert(plan.kernels() == 1);
 //   static_assert(plan.group_of(node) == plan.group_of(other));
 
+#include <tuple>
 #include <type_traits>
 
 #include "../capture/trace.hpp"
@@ -75,6 +76,8 @@ namespace detail::planning {
 template <class... C>
 struct claimant_list {
   static constexpr int size = sizeof...(C);
+  template <int I>
+  using at = std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<C...>>;
   static constexpr int claimant_of(const node& n) {
     int idx = -1, i = 0;
     ((idx < 0 && C::claims(n) ? (idx = i) : 0, ++i), ...);

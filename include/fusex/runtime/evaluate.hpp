@@ -7,6 +7,7 @@
 
 #include <tuple>
 
+#include "../plan/plan.hpp"
 #include "bind.hpp"
 #include "view.hpp"
 
@@ -39,6 +40,23 @@ auto evaluate(program<F> p, Exec exec, const A&... a) {
       std::tuple<typename detail::host_result<X>::type...> res{
           detail::allocate_result<X>(env, P::graph.outputs[I])...};
       run(p, exec, in, std::apply([](auto&... r) { return outputs(r...); }, res));
+      if constexpr (sizeof...(X) == 1) return std::move(std::get<0>(res));
+      else return res;
+    }(std::index_sequence_for<X...>{});
+  }(result_types<P>{});
+}
+
+// The same for a plan: evaluate(plan, fusex::host{}, x, dy).
+template <class P, class Policy, class Exec, class... A>
+auto evaluate(plan<P, Policy> pl, Exec exec, const A&... a) {
+  const auto in = inputs(a...);
+  const auto args = bind_args(P{}, in);
+  const auto env = check_inputs(P::graph, args.data());
+  return [&]<class... X>(detail::type_list<X...>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      std::tuple<typename detail::host_result<X>::type...> res{
+          detail::allocate_result<X>(env, P::graph.outputs[I])...};
+      run(pl, exec, in, std::apply([](auto&... r) { return outputs(r...); }, res));
       if constexpr (sizeof...(X) == 1) return std::move(std::get<0>(res));
       else return res;
     }(std::index_sequence_for<X...>{});

@@ -1,0 +1,443 @@
+#pragma once
+// Gather-style evaluation of a group's values over W lanes, shared by the
+// host and CUDA executors.
+//
+// A frame is rooted at one local and holds every local reachable from it
+// through identity edges (elementwise ops over operands of the same shape):
+// each is computed once per lane into registers. An operand reached through
+// any other edge (a broadcast, a remap) is a new frame evaluated at the
+// mapped index. Lanes run along the innermost axis of the frame's root with
+// a lane stride; remaps that keep that axis keep the lanes, the others fall
+// back to one lane at a time. Loads, immediates and reduction results are
+// the leaves.
+
+#include <type_traits>
+#include <utility>
+
+#include "ops.hpp"
+#include "program.hpp"
+
+namespace fusex::detail::codegen {
+
+using idx_t = long long;
+
+template <int N, class F>
+FUSEX_HD constexpr void static_for(F&& f) {
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    (f(std::integral_constant<int, K>{}), ...);
+  }(std::make_integer_sequence<int, N>{});
+}
+
+FUSEX_HD constexpr bool is_reduction(op_kind k) {
+  return k == op_kind::sum || k == op_kind::amax || k == op_kind::var_mean;
+}
+
+// Typed accessors of an encoded group program.
+template <class C>
+struct prog {
+  using L = layout;
+  FUSEX_HD static constexpr std::int64_t at(int i) { return C::data[i]; }
+  FUSEX_HD static constexpr group_kind kind() { return static_cast<group_kind>(at(L::kind)); }
+  FUSEX_HD static constexpr int nlocals() { return static_cast<int>(at(L::nlocals)); }
+  FUSEX_HD static constexpr int nreads() { return static_cast<int>(at(L::nreads)); }
+  FUSEX_HD static constexpr int nwrites() { return static_cast<int>(at(L::nwrites)); }
+  FUSEX_HD static constexpr int nexprs() { return static_cast<int>(at(L::nexprs)); }
+  FUSEX_HD static constexpr int nscalars() { return static_cast<int>(at(L::nscalars)); }
+  FUSEX_HD static constexpr int noperands() { return static_cast<int>(at(L::noperands)); }
+  FUSEX_HD static constexpr int reduction() { return static_cast<int>(at(L::reduction)); }
+  FUSEX_HD static constexpr int ops_base() { return L::header + nlocals() * L::record; }
+  FUSEX_HD static constexpr int writes_base() { return ops_base() + noperands() * L::operand_record; }
+  FUSEX_HD static constexpr int exprs_base() { return writes_base() + nwrites() * L::write_record; }
+  FUSEX_HD static constexpr int scalars_base() { return exprs_base() + nexprs(); }
+  FUSEX_HD static constexpr int reads_base() { return scalars_base() + nscalars(); }
+
+  FUSEX_HD static constexpr std::int64_t f(int i, int field) { return at(L::header + i * L::record + field); }
+  FUSEX_HD static constexpr op_kind op(int i) { return static_cast<op_kind>(f(i, L::op)); }
+  FUSEX_HD static constexpr dtype dt(int i) { return static_cast<dtype>(f(i, L::dt)); }
+  FUSEX_HD static constexpr int rank(int i) { return static_cast<int>(f(i, L::rank)); }
+  FUSEX_HD static constexpr int axis(int i) { return static_cast<int>(f(i, L::axis)); }
+  FUSEX_HD static constexpr int flag(int i) { return static_cast<int>(f(i, L::flag)); }
+  FUSEX_HD static constexpr int slot(int i) { return static_cast<int>(f(i, L::slot)); }
+  FUSEX_HD static constexpr int nops(int i) { return static_cast<int>(f(i, L::nops)); }
+  FUSEX_HD static constexpr int map(int i, int k) { return static_cast<int>(f(i, L::map + k)); }
+  FUSEX_HD static constexpr int shape(int i, int d) { return static_cast<int>(f(i, L::shape + d)); }
+  FUSEX_HD static constexpr int iparam(int i, int k) { return static_cast<int>(f(i, L::iparam + k)); }
+  FUSEX_HD static constexpr bool static1(int i, int d) { return (f(i, L::static1) >> d) & 1; }
+  FUSEX_HD static constexpr bool dep(int i) { return f(i, L::dep) != 0; }
+  FUSEX_HD static constexpr int node(int i) { return static_cast<int>(f(i, L::node)); }
+  FUSEX_HD static constexpr double value(int i) { return bit_cast<double>(f(i, L::value)); }
+  FUSEX_HD static constexpr double value2(int i) { return bit_cast<double>(f(i, L::value2)); }
+  FUSEX_HD static constexpr int operand(int i, int k) {
+    return static_cast<int>(at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record));
+  }
+  FUSEX_HD static constexpr std::int64_t bcast(int i, int k) {
+    return at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record + 1);
+  }
+  FUSEX_HD static constexpr bool identity(int i, int k) {
+    return at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record + 2) != 0;
+  }
+  FUSEX_HD static constexpr int write_local(int w) { return static_cast<int>(at(writes_base() + w * L::write_record)); }
+  FUSEX_HD static constexpr int write_dest(int w) { return static_cast<int>(at(writes_base() + w * L::write_record + 1)); }
+  FUSEX_HD static constexpr int expr_id(int s) { return static_cast<int>(at(exprs_base() + s)); }
+  FUSEX_HD static constexpr int scalar_arg(int s) { return static_cast<int>(at(scalars_base() + s)); }
+  FUSEX_HD static constexpr int read_node(int r) { return static_cast<int>(at(reads_base() + r)); }
+  FUSEX_HD static constexpr bool is_leaf(int i) {
+    const op_kind k = op(i);
+    return k == op_kind::input || k == op_kind::constant || k == op_kind::full || k == op_kind::iota ||
+           k == op_kind::scalar_param || is_reduction(k);
+  }
+  // Compact index of reduction locals (their values live in the context).
+  FUSEX_HD static constexpr int red_index(int i) {
+    int k = 0;
+    for (int j = 0; j < i; ++j) k += is_reduction(op(j)) && nops(j) > 0;
+    return k;
+  }
+  FUSEX_HD static constexpr int nreductions() { return red_index(nlocals()); }
+};
+
+// Run-time arguments of a group, passed by value to kernels.
+template <class C>
+struct group_args {
+  using P = prog<C>;
+  static constexpr int NR = P::nreads() > 0 ? P::nreads() : 1;
+  static constexpr int NW = P::nwrites() > 0 ? P::nwrites() : 1;
+  static constexpr int NE = P::nexprs() > 0 ? P::nexprs() : 1;
+  static constexpr int NS = P::nscalars() > 0 ? P::nscalars() : 1;
+  const void* in[NR];
+  idx_t in_str[NR][max_rank];
+  void* out[NW];
+  idx_t out_str[NW][max_rank];
+  idx_t ext[NE];
+  double scal[NS];
+};
+
+// Values of a group's reductions for the current row (RW == 1) or for each
+// lane of the current output elements (column groups).
+template <class C, int RW>
+struct reduction_values {
+  static constexpr int N = prog<C>::nreductions() > 0 ? prog<C>::nreductions() : 1;
+  double f[N][RW];
+  long long i[N][RW];
+};
+
+template <class C, int RW>
+struct context {
+  const group_args<C>* a;
+  reduction_values<C, RW>* red;  // null in pointwise groups
+};
+
+// Members of the frame rooted at local R, their register class (0 float,
+// 1 double, 2 long long) and position.
+template <class C, int R>
+struct frame {
+  using P = prog<C>;
+  static constexpr int NL = P::nlocals();
+  struct info {
+    int n = 0;
+    int ids[NL] = {};
+    int cls[NL] = {};
+    int pos[NL] = {};
+    int where[NL] = {};  // local -> index in ids, or -1
+    int nf = 0, nd = 0, nl = 0;
+  };
+  static constexpr info make() {
+    info I{};
+    bool in[NL] = {};
+    int stack[NL] = {};
+    int sp = 0;
+    in[R] = true;
+    stack[sp++] = R;
+    while (sp > 0) {
+      const int m = stack[--sp];
+      if (P::is_leaf(m)) continue;
+      for (int k = 0; k < P::nops(m); ++k) {
+        const int u = P::operand(m, k);
+        if (P::identity(m, k) && !in[u]) {
+          in[u] = true;
+          stack[sp++] = u;
+        }
+      }
+    }
+    for (int i = 0; i < NL; ++i) {
+      I.where[i] = -1;
+      if (!in[i]) continue;
+      I.where[i] = I.n;
+      I.ids[I.n] = i;
+      const dtype d = P::dt(i);
+      const int c = (d == dtype::f16 || d == dtype::bf16 || d == dtype::f32) ? 0 : d == dtype::f64 ? 1 : 2;
+      I.cls[I.n] = c;
+      I.pos[I.n] = c == 0 ? I.nf++ : c == 1 ? I.nd++ : I.nl++;
+      ++I.n;
+    }
+    return I;
+  }
+  static constexpr info I = make();
+};
+
+template <int NF, int ND, int NL, int W>
+struct frame_store {
+  float f[NF > 0 ? NF : 1][W];
+  double d[ND > 0 ? ND : 1][W];
+  long long l[NL > 0 ? NL : 1][W];
+};
+
+template <class C, int R, int M, class S>
+FUSEX_HD inline auto* lanes_of(S& st) {
+  constexpr auto& I = frame<C, R>::I;
+  constexpr int w = I.where[M];
+  static_assert(w >= 0, "fusex internal: local outside its frame");
+  if constexpr (I.cls[w] == 0) return st.f[I.pos[w]];
+  else if constexpr (I.cls[w] == 1) return st.d[I.pos[w]];
+  else return st.l[I.pos[w]];
+}
+
+template <class C, int R, int W, class Ctx>
+FUSEX_HD void eval(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(R)>* out);
+
+// Evaluates local U at idx (U's own index space) and broadcasts its value to
+// all W lanes: for values that do not vary along the lanes.
+template <class C, int U, int W, class Ctx>
+FUSEX_HD inline void eval_splat(const Ctx& cx, const idx_t* idx, vt<prog<C>::dt(U)>* out) {
+  vt<prog<C>::dt(U)> one[1];
+  eval<C, U, 1>(cx, idx, 0, 1, one);
+  for (int l = 0; l < W; ++l) out[l] = one[0];
+}
+
+// A remap member M at idx with lanes; writes M's values.
+template <class C, int M, int W, class Ctx>
+FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out);
+
+// One lane at a time: the fallback for remaps that move the lane axis.
+template <class C, int M, int W, class Ctx>
+FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
+  using P = prog<C>;
+  constexpr int r = P::rank(M);
+  idx_t il[r > 0 ? r : 1];
+  for (int d = 0; d < r; ++d) il[d] = idx[d];
+  for (int l = 0; l < W; ++l) {
+    const int lane = l < n ? l : n - 1;
+    if constexpr (r > 0) il[r - 1] = idx[r - 1] + lane * ls;
+    vt<P::dt(M)> one[1];
+    remap<C, M, 1>(cx, il, 0, 1, one);
+    out[l] = one[0];
+  }
+}
+
+template <class C, int M, int W, class Ctx>
+FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
+  using P = prog<C>;
+  constexpr op_kind K = P::op(M);
+  constexpr dtype D = P::dt(M);
+  constexpr int r = P::rank(M);
+  const idx_t* ext = cx.a->ext;
+  if constexpr (K == op_kind::cat) {
+    constexpr int a = P::axis(M);
+    idx_t off = 0;
+    bool done = false;
+    static_for<P::nops(M)>([&](auto kk) {
+      constexpr int k = decltype(kk)::value;
+      constexpr int U = P::operand(M, k);
+      if (done) return;
+      const idx_t e = ext[P::shape(U, a)];
+      const idx_t j = idx[a] - off;
+      if (j < e) {
+        const bool one_operand = a != r - 1 || j + (n - 1) * ls < e;
+        if (one_operand) {
+          idx_t iu[r];
+          for (int d = 0; d < r; ++d) iu[d] = idx[d];
+          iu[a] = j;
+          vt<P::dt(U)> tmp[W];
+          eval<C, U, W>(cx, iu, ls, n, tmp);
+          for (int l = 0; l < W; ++l) out[l] = to_dtype<D>(tmp[l]);
+        } else {
+          remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+        }
+        done = true;
+      }
+      off += e;
+    });
+  } else {
+    constexpr int U = P::operand(M, 0);
+    constexpr int ru = P::rank(U);
+    idx_t iu[ru > 0 ? ru : 1];
+    vt<P::dt(U)> tmp[W];
+    auto finish = [&] {
+      for (int l = 0; l < W; ++l) out[l] = to_dtype<D>(tmp[l]);
+    };
+    if constexpr (K == op_kind::broadcast_in_dim) {
+      bool lanes = false;
+      for (int j = 0; j < ru; ++j) {
+        const idx_t e = ext[P::shape(U, j)];
+        iu[j] = e == 1 ? 0 : idx[P::map(M, j)];
+        if (P::map(M, j) == r - 1 && e != 1) lanes = true;
+      }
+      if (lanes) eval<C, U, W>(cx, iu, ls, n, tmp);
+      else eval_splat<C, U, W>(cx, iu, tmp);
+      finish();
+    } else if constexpr (K == op_kind::permute) {
+      if constexpr (r > 0 && P::map(M, r - 1) == r - 1) {
+        for (int i = 0; i < r; ++i) iu[P::map(M, i)] = idx[i];
+        eval<C, U, W>(cx, iu, ls, n, tmp);
+        finish();
+      } else {
+        if constexpr (W == 1) {
+          for (int i = 0; i < r; ++i) iu[P::map(M, i)] = idx[i];
+          eval<C, U, 1>(cx, iu, 0, 1, tmp);
+          finish();
+        } else {
+          remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+        }
+      }
+    } else if constexpr (K == op_kind::slice) {
+      constexpr int a = P::axis(M);
+      const idx_t start = ext[P::iparam(M, 0)], step = ext[P::iparam(M, 2)];
+      for (int d = 0; d < r; ++d) iu[d] = idx[d];
+      iu[a] = start + idx[a] * step;
+      eval<C, U, W>(cx, iu, a == r - 1 ? ls * step : ls, n, tmp);
+      finish();
+    } else if constexpr (K == op_kind::pad) {
+      constexpr int a = P::axis(M);
+      const idx_t low = ext[P::iparam(M, 0)], e = ext[P::shape(U, a)];
+      const idx_t j = idx[a] - low;
+      const vt<D> fill = to_dtype<D>(P::value(M));
+      const idx_t jl = a == r - 1 ? j + (n - 1) * ls : j;
+      if (j >= 0 && jl < e) {
+        for (int d = 0; d < r; ++d) iu[d] = idx[d];
+        iu[a] = j;
+        eval<C, U, W>(cx, iu, ls, n, tmp);
+        finish();
+      } else if (a != r - 1 || jl < 0 || j >= e) {
+        for (int l = 0; l < W; ++l) out[l] = fill;
+      } else {
+        if constexpr (W > 1) remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+      }
+    } else if constexpr (K == op_kind::reshape) {
+      // row-major linear index through M's extents, back through U's
+      idx_t lin = 0;
+      for (int d = 0; d < r; ++d) lin = lin * ext[P::shape(M, d)] + idx[d];
+      bool lanes = W > 1 && r > 0 && ru > 0;
+      if constexpr (r > 0 && ru > 0) lanes = lanes && ext[P::shape(M, r - 1)] == ext[P::shape(U, ru - 1)];
+      if (W == 1 || lanes) {
+        for (int d = ru - 1; d >= 0; --d) {
+          const idx_t e = ext[P::shape(U, d)];
+          iu[d] = e > 0 ? lin % e : 0;
+          lin = e > 0 ? lin / e : 0;
+        }
+        eval<C, U, W>(cx, iu, ls, n, tmp);
+        finish();
+      } else {
+        if constexpr (W > 1) remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+      }
+    }
+  }
+}
+
+// Computes member M of the frame rooted at R into the frame store.
+template <class C, int R, int M, int W, class Ctx, class S>
+FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S& st) {
+  using P = prog<C>;
+  constexpr op_kind K = P::op(M);
+  constexpr dtype D = P::dt(M);
+  constexpr int r = P::rank(M);
+  auto* o = lanes_of<C, R, M>(st);
+  if constexpr (K == op_kind::input) {  // a load
+    constexpr int s = P::slot(M);
+    const void* ptr = cx.a->in[s];
+    const idx_t* str = cx.a->in_str[s];
+    idx_t off = 0;
+    for (int d = 0; d < r; ++d) off += idx[d] * str[d];
+    if constexpr (r == 0) {
+      const vt<D> v = load_value<D>(ptr, off);
+      for (int l = 0; l < W; ++l) o[l] = v;
+    } else {
+      const idx_t step = ls * str[r - 1];
+      if (step == 1 && n == W) {
+        for (int l = 0; l < W; ++l) o[l] = load_value<D>(ptr, off + l);
+      } else {
+        for (int l = 0; l < W; ++l) o[l] = load_value<D>(ptr, off + (l < n ? l : n - 1) * step);
+      }
+    }
+  } else if constexpr (K == op_kind::constant || K == op_kind::full) {
+    const vt<D> v = to_dtype<D>(P::value(M));
+    for (int l = 0; l < W; ++l) o[l] = v;
+  } else if constexpr (K == op_kind::iota) {
+    for (int l = 0; l < W; ++l) o[l] = to_dtype<D>(P::value(M) + static_cast<double>(idx[0] + l * ls) * P::value2(M));
+  } else if constexpr (K == op_kind::scalar_param) {
+    const vt<D> v = to_dtype<D>(cx.a->scal[P::slot(M)]);
+    for (int l = 0; l < W; ++l) o[l] = v;
+  } else if constexpr (is_reduction(K)) {
+    constexpr int ri = P::red_index(M);
+    constexpr bool fp = is_floating(D);
+    for (int l = 0; l < W; ++l) {
+      constexpr int RW = sizeof(cx.red->f[0]) / sizeof(double);
+      const int lr = RW == 1 ? 0 : l;
+      if constexpr (fp) o[l] = static_cast<vt<D>>(cx.red->f[ri][lr]);
+      else o[l] = cx.red->i[ri][lr];
+    }
+  } else if constexpr (category(K) == op_category::remap) {
+    remap<C, M, W>(cx, idx, ls, n, o);
+  } else {
+    // elementwise: operand lanes, from the frame or from a mapped frame
+    constexpr int nop = P::nops(M);
+    auto operand_lanes = [&](auto kk, auto* tmp) {
+      constexpr int k = decltype(kk)::value;
+      constexpr int U = P::operand(M, k);
+      if constexpr (P::identity(M, k)) {
+        const auto* src = lanes_of<C, R, U>(st);
+        for (int l = 0; l < W; ++l) tmp[l] = src[l];
+      } else {
+        constexpr int ru = P::rank(U);
+        constexpr std::int64_t mask = P::bcast(M, k);
+        idx_t iu[ru > 0 ? ru : 1];
+        for (int d = 0; d < ru; ++d) iu[d] = ((mask >> d) & 1) ? 0 : idx[d];
+        if constexpr (ru == 0 || ((mask >> (r - 1)) & 1)) eval_splat<C, U, W>(cx, iu, tmp);
+        else eval<C, U, W>(cx, iu, ls, n, tmp);
+      }
+    };
+    if constexpr (K == op_kind::convert) {
+      vt<P::dt(P::operand(M, 0))> a[W];
+      operand_lanes(std::integral_constant<int, 0>{}, a);
+      for (int l = 0; l < W; ++l) o[l] = to_dtype<D>(a[l]);
+    } else if constexpr (K == op_kind::where) {
+      constexpr dtype ct = compute_dtype(D);
+      vt<P::dt(P::operand(M, 0))> p[W];
+      vt<P::dt(P::operand(M, 1))> a[W];
+      vt<P::dt(P::operand(M, 2))> b[W];
+      operand_lanes(std::integral_constant<int, 0>{}, p);
+      operand_lanes(std::integral_constant<int, 1>{}, a);
+      operand_lanes(std::integral_constant<int, 2>{}, b);
+      for (int l = 0; l < W; ++l) {
+        const vt<ct> x = static_cast<vt<ct>>(a[l]), y = static_cast<vt<ct>>(b[l]);
+        o[l] = to_dtype<D>(p[l] != 0 ? x : y);
+      }
+    } else if constexpr (nop == 1) {
+      constexpr dtype ct = compute_dtype(D);
+      vt<P::dt(P::operand(M, 0))> a[W];
+      operand_lanes(std::integral_constant<int, 0>{}, a);
+      for (int l = 0; l < W; ++l) o[l] = to_dtype<D>(unary<K>(static_cast<vt<ct>>(a[l])));
+    } else {
+      constexpr dtype da = P::dt(P::operand(M, 0)), db = P::dt(P::operand(M, 1));
+      constexpr dtype ct = is_comparison(K) ? compute_dtype(promote(da, db)) : compute_dtype(D);
+      vt<da> a[W];
+      vt<db> b[W];
+      operand_lanes(std::integral_constant<int, 0>{}, a);
+      operand_lanes(std::integral_constant<int, 1>{}, b);
+      for (int l = 0; l < W; ++l)
+        o[l] = to_dtype<D>(binary<K>(static_cast<vt<ct>>(a[l]), static_cast<vt<ct>>(b[l])));
+    }
+  }
+}
+
+template <class C, int R, int W, class Ctx>
+FUSEX_HD void eval(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(R)>* out) {
+  constexpr auto& I = frame<C, R>::I;
+  frame_store<I.nf, I.nd, I.nl, W> st;
+  static_for<I.n>([&](auto kk) {
+    constexpr int m = I.ids[decltype(kk)::value];
+    compute<C, R, m, W>(cx, idx, ls, n, st);
+  });
+  const auto* r = lanes_of<C, R, R>(st);
+  for (int l = 0; l < W; ++l) out[l] = r[l];
+}
+
+}  // namespace fusex::detail::codegen

@@ -1,0 +1,234 @@
+#pragma once
+// The program of one group, encoded as a flat array of integers. nvcc can
+// name a __global__ template instantiated on a pack of integers (it cannot
+// on a class-type constant such as a graph), and identical groups of
+// different programs share one kernel.
+//
+// Layout: header | local records | operand records | write records |
+//         expr ids | scalar argument positions | read node ids
+// Locals are the group's members plus what they read: loads of external
+// tensors (the group's reads) and immediates (constants, scalars, full,
+// iota), in topological order.
+
+#include <cstdint>
+#include <utility>
+
+#include "../plan/plan.hpp"
+
+namespace fusex::detail::codegen {
+
+struct layout {
+  // header
+  static constexpr int kind = 0, nlocals = 1, nreads = 2, nwrites = 3, nexprs = 4, nscalars = 5, noperands = 6,
+                       reduction = 7, header = 8;
+  // local record
+  static constexpr int op = 0, dt = 1, rank = 2, axis = 3, flag = 4, slot = 5, value = 6, value2 = 7, static1 = 8,
+                       dep = 9, node = 10, opnd = 11, nops = 12, map = 13, shape = 21, iparam = 29, record = 32;
+  // operand record: local, broadcast mask (bit i: index 0 on axis i; all bits for rank 0), identity
+  static constexpr int operand_record = 3;
+  // write record: local, destination (an output slot, or -1 for the node's intermediate buffer)
+  static constexpr int write_record = 2;
+};
+
+template <int N>
+struct int_array {
+  std::int64_t v[N > 0 ? N : 1] = {};
+};
+
+// Locals of group gi: members, reads (as loads) and immediates, sorted.
+template <graph_sizes S>
+constexpr int collect_locals(const graph<S>& g, const plan_data<S>& p, int gi, std::int32_t* out) {
+  std::int8_t mark[S.nodes > 0 ? S.nodes : 1] = {};
+  const plan_group& grp = p.groups[gi];
+  for (int k = 0; k < grp.nmembers; ++k) {
+    const int v = p.members[grp.member0 + k];
+    mark[v] = 1;
+    for (int j = 0; j < g.nodes[v].nargs; ++j) {
+      const int u = g.operand(v, j);
+      if (p.group_of[u] != gi) mark[u] = 1;  // a read, or an immediate
+    }
+  }
+  int n = 0;
+  for (int v = 0; v < S.nodes; ++v)
+    if (mark[v]) out[n++] = v;
+  return n;
+}
+
+// Is node u read from memory by its consumers in group gi (an argument or
+// another group's value), rather than computed in place?
+template <graph_sizes S>
+constexpr bool is_load(const graph<S>& g, const plan_data<S>& p, int gi, int u) {
+  if (p.group_of[u] == gi) return false;
+  const op_kind k = g.nodes[u].op;
+  return !(k == op_kind::constant || k == op_kind::full || k == op_kind::iota || k == op_kind::scalar_param);
+}
+
+template <graph_sizes S>
+struct group_counts {
+  int nlocals = 0, nreads = 0, nwrites = 0, nexprs = 0, nscalars = 0, noperands = 0;
+  constexpr int size() const {
+    return layout::header + nlocals * layout::record + noperands * layout::operand_record +
+           nwrites * layout::write_record + nexprs + nscalars + nreads;
+  }
+};
+
+template <graph_sizes S>
+constexpr group_counts<S> count_group(const graph<S>& g, const plan_data<S>& p, int gi) {
+  group_counts<S> c;
+  std::int32_t locals[S.nodes > 0 ? S.nodes : 1] = {};
+  c.nlocals = collect_locals(g, p, gi, locals);
+  std::int8_t expr_used[S.exprs > 0 ? S.exprs : 1] = {};
+  for (int i = 0; i < c.nlocals; ++i) {
+    const int v = locals[i];
+    const node& n = g.nodes[v];
+    if (is_load(g, p, gi, v)) ++c.nreads;
+    if (n.op == op_kind::scalar_param && p.group_of[v] != gi) ++c.nscalars;
+    if (p.group_of[v] == gi) c.noperands += n.nargs;
+    for (int d = 0; d < n.rank; ++d) expr_used[n.shape[d]] = 1;
+    for (int d = 0; d < 3; ++d)
+      if (n.iparam[d] >= 0) expr_used[n.iparam[d]] = 1;
+  }
+  for (int e = 0; e < S.exprs; ++e) c.nexprs += expr_used[e];
+  const plan_group& grp = p.groups[gi];
+  for (int w = 0; w < grp.nwrites; ++w) {
+    const int v = p.writes[grp.write0 + w];
+    int slots = 0;
+    for (int o = 0; o < S.outputs; ++o) slots += g.outputs[o] == v;
+    c.nwrites += slots > 0 ? slots : 1;
+  }
+  return c;
+}
+
+template <graph_sizes S, int N>
+constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, int gi) {
+  const group_counts<S> c = count_group(g, p, gi);
+  int_array<N> a{};
+  std::int64_t* d = a.v;
+  std::int32_t locals[S.nodes > 0 ? S.nodes : 1] = {};
+  collect_locals(g, p, gi, locals);
+  std::int32_t local_of[S.nodes > 0 ? S.nodes : 1] = {};
+  for (int v = 0; v < S.nodes; ++v) local_of[v] = -1;
+  for (int i = 0; i < c.nlocals; ++i) local_of[locals[i]] = i;
+  // expr slots
+  std::int32_t expr_slot[S.exprs > 0 ? S.exprs : 1] = {};
+  for (int e = 0; e < S.exprs; ++e) expr_slot[e] = -1;
+  const int base_ops = layout::header + c.nlocals * layout::record;
+  const int base_writes = base_ops + c.noperands * layout::operand_record;
+  const int base_exprs = base_writes + c.nwrites * layout::write_record;
+  const int base_scalars = base_exprs + c.nexprs;
+  const int base_reads = base_scalars + c.nscalars;
+  int ne = 0, ns = 0, nr = 0, nops = 0;
+  auto slot_of_expr = [&](int e) {
+    if (expr_slot[e] < 0) {
+      expr_slot[e] = ne;
+      d[base_exprs + ne++] = e;
+    }
+    return expr_slot[e];
+  };
+  const plan_group& grp = p.groups[gi];
+  d[layout::kind] = static_cast<int>(grp.kind);
+  d[layout::nlocals] = c.nlocals;
+  d[layout::nreads] = c.nreads;
+  d[layout::nwrites] = c.nwrites;
+  d[layout::nexprs] = c.nexprs;
+  d[layout::nscalars] = c.nscalars;
+  d[layout::noperands] = c.noperands;
+  d[layout::reduction] = grp.reduction >= 0 ? local_of[grp.reduction] : -1;
+  auto is_static1 = [&](int e) { return g.exprs[e].kind == expr_kind::constant && g.exprs[e].value == 1; };
+  // dep: depends on a reduction of this group (row and column groups)
+  std::int8_t dep[S.nodes > 0 ? S.nodes : 1] = {};
+  for (int i = 0; i < c.nlocals; ++i) {
+    const int v = locals[i];
+    const node& n = g.nodes[v];
+    std::int64_t* r = d + layout::header + i * layout::record;
+    const bool member = p.group_of[v] == gi;
+    const bool load = is_load(g, p, gi, v);
+    r[layout::op] = static_cast<int>(load ? op_kind::input : n.op);
+    r[layout::dt] = static_cast<int>(n.dt);
+    r[layout::rank] = n.rank;
+    r[layout::axis] = n.axis;
+    r[layout::flag] = n.flag;
+    r[layout::node] = v;
+    r[layout::value] = bit_cast<std::int64_t>(n.value);
+    r[layout::value2] = bit_cast<std::int64_t>(n.value2);
+    r[layout::slot] = -1;
+    if (load) {
+      r[layout::slot] = nr;
+      d[base_reads + nr++] = v;
+    } else if (n.op == op_kind::scalar_param) {
+      r[layout::slot] = ns;
+      d[base_scalars + ns++] = n.slot;
+    }
+    std::int64_t s1 = 0;
+    for (int k = 0; k < max_rank; ++k) r[layout::map + k] = n.map[k];
+    for (int k = 0; k < n.rank; ++k) {
+      r[layout::shape + k] = slot_of_expr(n.shape[k]);
+      if (is_static1(n.shape[k])) s1 |= std::int64_t{1} << k;
+    }
+    r[layout::static1] = s1;
+    for (int k = 0; k < 3; ++k) r[layout::iparam + k] = n.iparam[k] >= 0 ? slot_of_expr(n.iparam[k]) : -1;
+    r[layout::opnd] = nops;
+    r[layout::nops] = member ? n.nargs : 0;
+    if (member) {
+      const bool elementwise = category(n.op) == op_category::elementwise;
+      bool is_dep = category(n.op) == op_category::reduction;
+      for (int k = 0; k < n.nargs; ++k) {
+        const int u = g.operand(v, k);
+        const node& un = g.nodes[u];
+        std::int64_t* o = d + base_ops + (nops++) * layout::operand_record;
+        o[0] = local_of[u];
+        std::int64_t mask = 0;
+        if (elementwise) {
+          if (un.rank == 0) {
+            mask = (std::int64_t{1} << n.rank) - 1;
+          } else {
+            for (int ax = 0; ax < n.rank; ++ax)
+              if (is_static1(un.shape[ax]) && !is_static1(n.shape[ax])) mask |= std::int64_t{1} << ax;
+          }
+        }
+        o[1] = mask;
+        o[2] = elementwise && un.rank == n.rank && mask == 0 ? 1 : 0;
+        if (p.group_of[u] == gi && dep[u]) is_dep = true;
+      }
+      dep[v] = is_dep ? 1 : 0;
+      r[layout::dep] = dep[v];
+    }
+  }
+  // writes
+  int nw = 0;
+  for (int w = 0; w < grp.nwrites; ++w) {
+    const int v = p.writes[grp.write0 + w];
+    int slots = 0;
+    for (int o = 0; o < S.outputs; ++o)
+      if (g.outputs[o] == v) {
+        d[base_writes + nw * layout::write_record] = local_of[v];
+        d[base_writes + nw * layout::write_record + 1] = o;
+        ++nw;
+        ++slots;
+      }
+    if (slots == 0) {
+      d[base_writes + nw * layout::write_record] = local_of[v];
+      d[base_writes + nw * layout::write_record + 1] = -1;
+      ++nw;
+    }
+  }
+  return a;
+}
+
+template <std::int64_t... V>
+struct code {
+  static constexpr std::int64_t data[] = {V...};
+};
+
+// The code type of group G of plan type P.
+template <class P, int G>
+struct group_code {
+  static constexpr auto counts = count_group(P::graph, P::data, G);
+  static constexpr int size = counts.size();
+  static constexpr auto array = encode_group<P::program_type::sizes, size>(P::graph, P::data, G);
+  template <std::size_t... I>
+  static code<array.v[I]...> make(std::index_sequence<I...>);
+  using type = decltype(make(std::make_index_sequence<static_cast<std::size_t>(size)>{}));
+};
+
+}  // namespace fusex::detail::codegen
