@@ -28,3 +28,8 @@
 #include "plan/plan.hpp"
 #include "plan/explain.hpp"
 #include "exec/host.hpp"
+
+// The CUDA executor needs nvcc; include it in .cu translation units.
+#if defined(__CUDACC__)
+#include "exec/cuda.hpp"
+#endif

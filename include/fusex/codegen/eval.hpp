@@ -21,11 +21,21 @@ namespace fusex::detail::codegen {
 
 using idx_t = long long;
 
+// Calls f(std::integral_constant<int, K>{}) for K in [0, N). Usable from host
+// and device code alike (the callable decides where it runs).
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <class F, int... K>
+FUSEX_HD constexpr void static_for_impl(F& f, std::integer_sequence<int, K...>) {
+  (f(std::integral_constant<int, K>{}), ...);
+}
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
 template <int N, class F>
 FUSEX_HD constexpr void static_for(F&& f) {
-  [&]<int... K>(std::integer_sequence<int, K...>) {
-    (f(std::integral_constant<int, K>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
+  static_for_impl(f, std::make_integer_sequence<int, N>{});
 }
 
 FUSEX_HD constexpr bool is_reduction(op_kind k) {
@@ -36,7 +46,7 @@ FUSEX_HD constexpr bool is_reduction(op_kind k) {
 template <class C>
 struct prog {
   using L = layout;
-  FUSEX_HD static constexpr std::int64_t at(int i) { return C::data[i]; }
+  FUSEX_HD static constexpr std::int64_t at(int i) { return C::at(i); }
   FUSEX_HD static constexpr group_kind kind() { return static_cast<group_kind>(at(L::kind)); }
   FUSEX_HD static constexpr int nlocals() { return static_cast<int>(at(L::nlocals)); }
   FUSEX_HD static constexpr int nreads() { return static_cast<int>(at(L::nreads)); }
@@ -122,12 +132,14 @@ struct reduction_values {
 
 template <class C, int RW>
 struct context {
+  static constexpr int red_lanes = RW;
   const group_args<C>* a;
   reduction_values<C, RW>* red;  // null in pointwise groups
 };
 
 // Members of the frame rooted at local R, their register class (0 float,
-// 1 double, 2 long long) and position.
+// 1 double, 2 long long) and position. Read through the accessors, which
+// device code can call in constant expressions.
 template <class C, int R>
 struct frame {
   using P = prog<C>;
@@ -172,6 +184,14 @@ struct frame {
     return I;
   }
   static constexpr info I = make();
+  FUSEX_HD static constexpr int size() { return I.n; }
+  FUSEX_HD static constexpr int id(int k) { return I.ids[k]; }
+  FUSEX_HD static constexpr int where(int local) { return I.where[local]; }
+  FUSEX_HD static constexpr int cls(int k) { return I.cls[k]; }
+  FUSEX_HD static constexpr int pos(int k) { return I.pos[k]; }
+  FUSEX_HD static constexpr int nf() { return I.nf; }
+  FUSEX_HD static constexpr int nd() { return I.nd; }
+  FUSEX_HD static constexpr int nl() { return I.nl; }
 };
 
 template <int NF, int ND, int NL, int W>
@@ -183,12 +203,13 @@ struct frame_store {
 
 template <class C, int R, int M, class S>
 FUSEX_HD inline auto* lanes_of(S& st) {
-  constexpr auto& I = frame<C, R>::I;
-  constexpr int w = I.where[M];
+  using F = frame<C, R>;
+  constexpr int w = F::where(M);
   static_assert(w >= 0, "fusex internal: local outside its frame");
-  if constexpr (I.cls[w] == 0) return st.f[I.pos[w]];
-  else if constexpr (I.cls[w] == 1) return st.d[I.pos[w]];
-  else return st.l[I.pos[w]];
+  constexpr int c = F::cls(w), p = F::pos(w);
+  if constexpr (c == 0) return st.f[p];
+  else if constexpr (c == 1) return st.d[p];
+  else return st.l[p];
 }
 
 template <class C, int R, int W, class Ctx>
@@ -368,8 +389,8 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
   } else if constexpr (is_reduction(K)) {
     constexpr int ri = P::red_index(M);
     constexpr bool fp = is_floating(D);
+    constexpr int RW = Ctx::red_lanes;
     for (int l = 0; l < W; ++l) {
-      constexpr int RW = sizeof(cx.red->f[0]) / sizeof(double);
       const int lr = RW == 1 ? 0 : l;
       if constexpr (fp) o[l] = static_cast<vt<D>>(cx.red->f[ri][lr]);
       else o[l] = cx.red->i[ri][lr];
@@ -430,10 +451,10 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
 
 template <class C, int R, int W, class Ctx>
 FUSEX_HD void eval(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(R)>* out) {
-  constexpr auto& I = frame<C, R>::I;
-  frame_store<I.nf, I.nd, I.nl, W> st;
-  static_for<I.n>([&](auto kk) {
-    constexpr int m = I.ids[decltype(kk)::value];
+  using F = frame<C, R>;
+  frame_store<F::nf(), F::nd(), F::nl(), W> st;
+  static_for<F::size()>([&](auto kk) {
+    constexpr int m = F::id(decltype(kk)::value);
     compute<C, R, m, W>(cx, idx, ls, n, st);
   });
   const auto* r = lanes_of<C, R, R>(st);

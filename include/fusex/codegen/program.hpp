@@ -218,7 +218,21 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
 template <std::int64_t... V>
 struct code {
   static constexpr std::int64_t data[] = {V...};
+  // Element i, without naming `data`: device code may only use host
+  // variables inside constant expressions, and this works in both.
+  FUSEX_HD static constexpr std::int64_t at(int i) {
+    constexpr std::int64_t a[] = {V...};
+    return a[i];
+  }
 };
+
+// The same code type spelled without aliases (nvcc's host stubs print a
+// kernel's template arguments as written, and an alias through the user's
+// lambda cannot be printed).
+template <std::int64_t... V>
+code<V...> canonical(code<V...>);
+template <class C>
+using canonical_t = decltype(canonical(C{}));
 
 // The code type of group G of plan type P.
 template <class P, int G>

@@ -148,7 +148,7 @@ FUSEX_HD constexpr bool is_floating(dtype d) {
 FUSEX_HD constexpr bool is_integral(dtype d) { return d == dtype::i32 || d == dtype::i64; }
 FUSEX_HD constexpr bool is_16bit(dtype d) { return d == dtype::f16 || d == dtype::bf16; }
 
-constexpr int size_of(dtype d) {
+FUSEX_HD constexpr int size_of(dtype d) {
   switch (d) {
     case dtype::b8: return 1;
     case dtype::i32: return 4;
@@ -176,7 +176,7 @@ constexpr const char* name(dtype d) {
 
 // Type promotion for two tensor operands, as in PyTorch: bool < ints < floats,
 // wider wins, and f16 with bf16 meet in f32 (neither holds the other).
-constexpr dtype promote(dtype a, dtype b) {
+FUSEX_HD constexpr dtype promote(dtype a, dtype b) {
   if (a == b) return a;
   auto rank = [](dtype d) {
     switch (d) {
@@ -195,6 +195,6 @@ constexpr dtype promote(dtype a, dtype b) {
 }
 
 // dtype whose compute type a value of `d` is carried in (f16/bf16 -> f32).
-constexpr dtype compute_dtype(dtype d) { return is_16bit(d) ? dtype::f32 : d; }
+FUSEX_HD constexpr dtype compute_dtype(dtype d) { return is_16bit(d) ? dtype::f32 : d; }
 
 }  // namespace fusex

@@ -782,12 +782,17 @@ constexpr partition fused(const analysis& a, long exact_steps) {
   // Candidates: the heuristic, the greedy plan, the unfused plan.
   partition best = heuristic;
   double best_cost = cost_of(a, heuristic.group_of).total(a.model);
-  for (const partition& p : {greedy_plan, base}) {
-    const double c = cost_of(a, p.group_of).total(a.model);
-    if (c < best_cost) {
-      best_cost = c;
-      best = p;
-    }
+  // (two comparisons, not a loop over an initializer_list: EDG, nvcc's
+  // front end, loses track of the list's vectors in constant evaluation)
+  const double greedy_cost = cost_of(a, greedy_plan.group_of).total(a.model);
+  if (greedy_cost < best_cost) {
+    best_cost = greedy_cost;
+    best = greedy_plan;
+  }
+  const double unfused_cost = cost_of(a, base.group_of).total(a.model);
+  if (unfused_cost < best_cost) {
+    best_cost = unfused_cost;
+    best = base;
   }
   // Exact search, seeded with the best so far (strictly better plans only).
   // Its per-step cost grows with the square of the group count, so it runs
