@@ -33,3 +33,7 @@
 #if defined(__CUDACC__)
 #include "exec/cuda.hpp"
 #endif
+
+#include "ops/gelu.hpp"
+#include "ops/layer_norm.hpp"
+#include "ops/rope.hpp"

@@ -82,4 +82,18 @@ constexpr var_mean_result<T, R> var_mean(tensor<T, R> x, double correction, keep
           {x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, a, true, 2, correction)}};
 }
 
+// mean along Axis: the mean output of var_mean on its own.
+template <int Axis, class T, int R>
+constexpr tensor<T, R - 1> mean(tensor<T, R> x) {
+  static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::mean: reduction axis out of range");
+  static_assert(is_floating(dtype_v<T>), "fusex::mean: operand must be floating point");
+  return {x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), false, 2, 0)};
+}
+template <int Axis, class T, int R>
+constexpr tensor<T, R> mean(tensor<T, R> x, keepdim_t) {
+  static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::mean: reduction axis out of range");
+  static_assert(is_floating(dtype_v<T>), "fusex::mean: operand must be floating point");
+  return {x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), true, 2, 0)};
+}
+
 }  // namespace fusex

@@ -113,6 +113,10 @@ struct accumulator {
   long long isum[W] = {};
   vt<DU> mx[W];
 
+  static vt<DU> max_of(vt<DU> x, vt<DU> y) {
+    if constexpr (fp) return math::maximum(x, y);
+    else return y > x ? y : x;
+  }
   accumulator() {
     for (int l = 0; l < W; ++l)
       mx[l] = fp ? static_cast<vt<DU>>(-INFINITY)
@@ -129,7 +133,7 @@ struct accumulator {
                                            static_cast<unsigned long long>(l < n ? v[l] : 0));
       }
     } else if constexpr (K == op_kind::amax) {
-      for (int l = 0; l < n; ++l) mx[l] = fp ? math::maximum(mx[l], v[l]) : (v[l] > mx[l] ? v[l] : mx[l]);
+      for (int l = 0; l < n; ++l) mx[l] = max_of(mx[l], v[l]);
     } else {  // Welford
       for (int l = 0; l < n; ++l) {
         const double x = static_cast<double>(v[l]);
@@ -144,7 +148,7 @@ struct accumulator {
   void merge(int a, int b) {
     sum[a] += sum[b];
     isum[a] = static_cast<long long>(static_cast<unsigned long long>(isum[a]) + static_cast<unsigned long long>(isum[b]));
-    mx[a] = fp ? math::maximum(mx[a], mx[b]) : (mx[b] > mx[a] ? mx[b] : mx[a]);
+    mx[a] = max_of(mx[a], mx[b]);
     const idx_t n = count[a] + count[b];
     if (count[b] > 0 && n > 0) {
       const double d = mean[b] - mean[a];

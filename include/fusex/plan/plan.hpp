@@ -157,7 +157,7 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
     analysis heads = a;
     heads.claimant = executor;  // grow_claims starts from every claimed node
     auto can_fuse = [&](int c, int v) { return claimants::can_fuse(c, gr.nodes[v]); };
-    partition grown = grow_claims(heads, can_fuse, fixed);
+    partition grown = grow_claims(heads, can_fuse, claimants::size, fixed);
     // A region takes its head's executor.
     std::vector<int> region_exec(static_cast<std::size_t>(grown.ngroups), -1);
     for (int v : a.compute)

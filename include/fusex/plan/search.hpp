@@ -704,37 +704,41 @@ constexpr partition greedy(const analysis& a, std::vector<int> group_of, int ngr
   return compact(a, m.group_of);
 }
 
-// Grows each claim of executor c over every node it can fuse that dataflow
-// reaches (in either direction), as long as the region stays acyclic: the
-// greedy-claim behaviour of the seed story. Regions come back as fixed groups.
+// The greedy-claim baseline, after Thunder's data-dependent partition for
+// its torchcompile_cat executor: in trace order, every op the claimant can
+// fuse joins the first of its regions it can join without a cycle (above or
+// beside it, as dataflow allows), else starts a region. Regions holding a
+// claimed op are claimed whole and come back as fixed groups; the other
+// regions dissolve. `can_fuse(c, v)`: may claimant c fuse node v.
 template <class CanFuse>
-constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, std::vector<char>& fixed) {
-  const partition p = unfused(a);
-  merger m(a, p.group_of, p.ngroups, std::vector<char>(static_cast<std::size_t>(p.ngroups), 0));
-  std::vector<char> taken(static_cast<std::size_t>(a.g.n), 0);
-  for (int t : a.compute) {
-    if (a.claimant[t] < 0 || taken[t]) continue;
-    const int region = m.group_of[t];
-    m.fixed[region] = 1;
-    taken[t] = 1;
-    std::vector<char> seen(static_cast<std::size_t>(a.g.n), 0);
-    std::vector<int> queue{t};
-    seen[t] = 1;
-    for (std::size_t qi = 0; qi < queue.size(); ++qi) {
-      const int x = queue[qi];
-      auto visit = [&](int w) {
-        if (seen[w] || !a.is_compute(w)) return;
-        seen[w] = 1;
-        queue.push_back(w);
-        if (taken[w] || a.kind[w] != nkind::pointwise || !can_fuse(a.claimant[t], w)) return;
-        if (m.try_merge(region, m.group_of[w], true)) taken[w] = 1;
-      };
-      for (int k = 0; k < a.g.nodes[x].nargs; ++k) visit(a.g.operand(x, k));
-      for (int k = 0; k < a.num_consumers(x); ++k) visit(a.consumer(x, k));
+constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, int nclaimants, std::vector<char>& fixed) {
+  const partition base = unfused(a);
+  std::vector<int> group_of = base.group_of;
+  std::vector<char> claimed_group(static_cast<std::size_t>(base.ngroups), 0);
+  for (int c = 0; c < nclaimants; ++c) {
+    merger m(a, group_of, base.ngroups, claimed_group);
+    std::vector<int> regions;
+    for (int v : a.compute) {
+      if (a.kind[v] != nkind::pointwise || m.fixed[m.group_of[v]] || !can_fuse(c, v)) continue;
+      bool joined = false;
+      for (int r : regions)
+        if (m.try_merge(r, m.group_of[v])) {
+          joined = true;
+          break;
+        }
+      if (!joined) regions.push_back(m.group_of[v]);
+    }
+    // keep the regions that hold a claimed op; the others dissolve
+    for (int r : regions) {
+      bool holds_claim = false;
+      for (int v : m.members[r]) holds_claim = holds_claim || a.claimant[v] == c;
+      if (!holds_claim) continue;
+      for (int v : m.members[r]) group_of[v] = r;
+      claimed_group[r] = 1;
     }
   }
-  fixed = m.fixed;
-  return {m.group_of, m.ngroups, false};
+  fixed = claimed_group;
+  return {group_of, base.ngroups, false};
 }
 
 constexpr partition fused(const analysis& a, long exact_steps) {

@@ -1,0 +1,107 @@
+// The fused host executor against the reference, for every group kind, under
+// the fused, greedy-claim and unfused policies: pointwise groups with remaps,
+// row reductions (LayerNorm, softmax), column reductions with input-shaped
+// writes, matmul, scalars, integers, zero-size and non-contiguous inputs.
+#include "executor_check.hpp"
+
+using namespace fxt;
+namespace fx = fusex;
+
+namespace {
+
+constexpr auto layer_norm = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<float, 1> w, fx::tensor<float, 1> b,
+                                         fx::scalar<float> eps) {
+  auto r = fx::ops::layer_norm(x, w, b, eps);
+  return std::tuple{r.y, r.mean, r.rstd};
+});
+static_assert(fx::partition(layer_norm).kernels() == 1);
+
+constexpr auto softmax = fx::trace([](fx::tensor<float, 3> x) {
+  auto m = fx::amax<-1>(x, fx::keepdim);
+  auto e = fx::exp(x - m);
+  return e / fx::sum<-1>(e, fx::keepdim);
+});
+static_assert(fx::partition(softmax).kernels() == 1);
+
+constexpr auto column_sums = fx::trace([](fx::tensor<float, 2> dy, fx::tensor<float, 2> x) {
+  auto [var, mean] = fx::var_mean<0>(x, 1.0);
+  return std::tuple{fx::sum<0>(dy * x), fx::sum<0>(dy, fx::keepdim), dy * 2.0f, var, mean};
+});
+static_assert(fx::partition(column_sums).kernels() == 1);
+
+constexpr auto rotary = fx::trace([](fx::tensor<float, 4> x, fx::tensor<float, 2> cos, fx::tensor<float, 2> sin, fx::index n) {
+  return fx::ops::apply_rope(x, cos, sin, n);
+});
+static_assert(fx::partition(rotary).kernels() == 1);
+
+constexpr auto mlp = fx::trace([](fx::tensor<fx::bf16, 3> x, fx::tensor<fx::bf16, 2> w1, fx::tensor<fx::bf16, 2> w2) {
+  auto h = fx::ops::gelu(fx::matmul(x, w1));
+  return fx::matmul(h, w2) + x;
+});
+static_assert(fx::partition(mlp).kernels() == 4);
+
+constexpr auto remaps = fx::trace([](fx::tensor<float, 3> x, fx::index lo) {
+  auto t = fx::permute<2, 0, 1>(x);
+  auto p = fx::pad<1>(t, lo, 2, 7.0);
+  auto r = fx::reshape(p, {t.extent<0>(), -1});
+  auto s = fx::slice<1>(r, 1, r.extent<1>(), 3);
+  return std::tuple{r * 2.0f, fx::cat<1>(s, s) - 1.0f};
+});
+
+constexpr auto scalars_ints = fx::trace([](fx::tensor<std::int32_t, 2> i, fx::tensor<float, 2> x, fx::scalar<float> s) {
+  auto q = i / 3 + fx::abs(i);
+  auto f = fx::where(x > s, x * s, fx::convert<float>(q));
+  return std::tuple{q, fx::convert<std::int64_t>(f), f, fx::sum<1>(i), fx::amax<1>(q)};
+});
+
+}  // namespace
+
+TEST_CASE("host executor: row reductions (LayerNorm, softmax)", "[executor][host]") {
+  auto x = random_tensor<fx::bf16, 2>({37, 301});
+  auto w = random_tensor<float, 1>({301}), b = random_tensor<float, 1>({301});
+  check_policies(layer_norm, "layer_norm", x, w, b, 1e-5f);
+  auto s = random_tensor<float, 3>({3, 5, 131}, -6, 6);
+  check_policies(softmax, "softmax", s);
+  // a row of length 0 and rows of length 1
+  check_policies(softmax, "softmax empty rows", fx::view<const float, 3>(nullptr, {2, 3, 0}));
+  check_policies(softmax, "softmax unit rows", random_tensor<float, 3>({2, 3, 1}));
+}
+
+TEST_CASE("host executor: column reductions with input-shaped writes", "[executor][host]") {
+  auto dy = random_tensor<float, 2>({70, 19}), x = random_tensor<float, 2>({70, 19});
+  check_policies(column_sums, "column_sums", dy, x);
+  // transposed (non-contiguous) inputs
+  std::vector<float> store(19 * 70);
+  for (auto& v : store) v = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng()));
+  fx::view<const float, 2> xt(store.data(), {70, 19}, {1, 70});
+  check_policies(column_sums, "column_sums transposed", dy, xt);
+}
+
+TEST_CASE("host executor: remaps with run-time parameters", "[executor][host]") {
+  auto q = random_tensor<float, 4>({2, 3, 7, 64});
+  auto c = random_tensor<float, 2>({7, 48}), s = random_tensor<float, 2>({7, 48});
+  check_policies(rotary, "rotary", q, c, s, 48);
+  check_policies(rotary, "rotary full", q, random_tensor<float, 2>({7, 64}), random_tensor<float, 2>({7, 64}), 64);
+  auto x = random_tensor<float, 3>({4, 6, 5});
+  check_policies(remaps, "remaps", x, 1);
+  check_policies(remaps, "remaps zero pad", x, 0);
+}
+
+TEST_CASE("host executor: matmul groups between fused groups", "[executor][host]") {
+  auto x = random_tensor<fx::bf16, 3>({2, 9, 16});
+  auto w1 = random_tensor<fx::bf16, 2>({16, 40}), w2 = random_tensor<fx::bf16, 2>({40, 16});
+  check_policies(mlp, "mlp", x, w1, w2);
+}
+
+TEST_CASE("host executor: scalars, integers, where", "[executor][host]") {
+  fx::host_tensor<std::int32_t, 2> i({4, 9});
+  std::uniform_int_distribution<int> d(-50, 50);
+  for (auto& v : i.values()) v = d(rng());
+  auto x = random_tensor<float, 2>({4, 9});
+  check_policies(scalars_ints, "scalars_ints", i, x, 0.25f);
+}
+
+TEST_CASE("host executor: the plan's errors are the reference's errors", "[executor][host]") {
+  auto dy = random_tensor<float, 2>({7, 3}), x = random_tensor<float, 2>({7, 4});
+  REQUIRE_THROWS_AS(fx::evaluate(fx::partition(column_sums), fx::host{}, dy, x), fx::shape_error);
+}
