@@ -61,33 +61,33 @@ struct prog {
   FUSEX_HD static constexpr int scalars_base() { return exprs_base() + nexprs(); }
   FUSEX_HD static constexpr int reads_base() { return scalars_base() + nscalars(); }
 
-  FUSEX_HD static constexpr std::int64_t f(int i, int field) { return at(L::header + i * L::record + field); }
-  FUSEX_HD static constexpr op_kind op(int i) { return static_cast<op_kind>(f(i, L::op)); }
-  FUSEX_HD static constexpr dtype dt(int i) { return static_cast<dtype>(f(i, L::dt)); }
-  FUSEX_HD static constexpr int rank(int i) { return static_cast<int>(f(i, L::rank)); }
-  FUSEX_HD static constexpr int axis(int i) { return static_cast<int>(f(i, L::axis)); }
-  FUSEX_HD static constexpr int flag(int i) { return static_cast<int>(f(i, L::flag)); }
-  FUSEX_HD static constexpr int slot(int i) { return static_cast<int>(f(i, L::slot)); }
-  FUSEX_HD static constexpr int nops(int i) { return static_cast<int>(f(i, L::nops)); }
-  FUSEX_HD static constexpr int map(int i, int k) { return static_cast<int>(f(i, L::map + k)); }
-  FUSEX_HD static constexpr int shape(int i, int d) { return static_cast<int>(f(i, L::shape + d)); }
-  FUSEX_HD static constexpr int iparam(int i, int k) { return static_cast<int>(f(i, L::iparam + k)); }
-  FUSEX_HD static constexpr bool static1(int i, int d) { return (f(i, L::static1) >> d) & 1; }
-  FUSEX_HD static constexpr bool dep(int i) { return f(i, L::dep) != 0; }
-  FUSEX_HD static constexpr int node(int i) { return static_cast<int>(f(i, L::node)); }
-  FUSEX_HD static constexpr double value(int i) { return bit_cast<double>(f(i, L::value)); }
-  FUSEX_HD static constexpr double value2(int i) { return bit_cast<double>(f(i, L::value2)); }
-  FUSEX_HD static constexpr int operand(int i, int k) {
-    return static_cast<int>(at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record));
+  FUSEX_HD static constexpr std::uint64_t w(int i, int k) {
+    return static_cast<std::uint64_t>(at(L::header + i * L::record + k));
   }
-  FUSEX_HD static constexpr std::int64_t bcast(int i, int k) {
-    return at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record + 1);
+  FUSEX_HD static constexpr op_kind op(int i) { return static_cast<op_kind>(w(i, 0) & 255); }
+  FUSEX_HD static constexpr dtype dt(int i) { return static_cast<dtype>((w(i, 0) >> 8) & 255); }
+  FUSEX_HD static constexpr int rank(int i) { return static_cast<int>((w(i, 0) >> 16) & 255); }
+  FUSEX_HD static constexpr int axis(int i) { return static_cast<std::int8_t>((w(i, 0) >> 24) & 255); }
+  FUSEX_HD static constexpr int flag(int i) { return static_cast<std::int8_t>((w(i, 0) >> 32) & 255); }
+  FUSEX_HD static constexpr int nops(int i) { return static_cast<int>((w(i, 0) >> 40) & 255); }
+  FUSEX_HD static constexpr bool dep(int i) { return (w(i, 0) >> 48) & 1; }
+  FUSEX_HD static constexpr int slot(int i) { return static_cast<int>(w(i, 1) & 0xffff) - 1; }
+  FUSEX_HD static constexpr int opnd(int i) { return static_cast<int>((w(i, 1) >> 16) & 0xffff); }
+  FUSEX_HD static constexpr bool static1(int i, int d) { return (w(i, 1) >> (32 + d)) & 1; }
+  FUSEX_HD static constexpr int node(int i) { return static_cast<int>((w(i, 1) >> 40) & 0xffff); }
+  FUSEX_HD static constexpr int map(int i, int k) { return static_cast<int>((w(i, 2) >> (4 * k)) & 15); }
+  FUSEX_HD static constexpr int iparam(int i, int k) { return static_cast<int>((w(i, 2) >> (32 + 8 * k)) & 255) - 1; }
+  FUSEX_HD static constexpr int shape(int i, int d) { return static_cast<int>((w(i, 3) >> (8 * d)) & 255); }
+  FUSEX_HD static constexpr double value(int i) { return bit_cast<double>(at(L::header + i * L::record + 4)); }
+  FUSEX_HD static constexpr double value2(int i) { return bit_cast<double>(at(L::header + i * L::record + 5)); }
+  FUSEX_HD static constexpr std::uint64_t operand_word(int i, int k) {
+    return static_cast<std::uint64_t>(at(ops_base() + opnd(i) + k));
   }
-  FUSEX_HD static constexpr bool identity(int i, int k) {
-    return at(ops_base() + (static_cast<int>(f(i, L::opnd)) + k) * L::operand_record + 2) != 0;
-  }
-  FUSEX_HD static constexpr int write_local(int w) { return static_cast<int>(at(writes_base() + w * L::write_record)); }
-  FUSEX_HD static constexpr int write_dest(int w) { return static_cast<int>(at(writes_base() + w * L::write_record + 1)); }
+  FUSEX_HD static constexpr int operand(int i, int k) { return static_cast<int>(operand_word(i, k) & 0xffff); }
+  FUSEX_HD static constexpr std::int64_t bcast(int i, int k) { return static_cast<std::int64_t>((operand_word(i, k) >> 16) & 255); }
+  FUSEX_HD static constexpr bool identity(int i, int k) { return (operand_word(i, k) >> 24) & 1; }
+  FUSEX_HD static constexpr int write_local(int w) { return static_cast<int>(at(writes_base() + w) & 0xffff); }
+  FUSEX_HD static constexpr int write_dest(int w) { return static_cast<int>((at(writes_base() + w) >> 16) & 0xffff) - 1; }
   FUSEX_HD static constexpr int expr_id(int s) { return static_cast<int>(at(exprs_base() + s)); }
   FUSEX_HD static constexpr int scalar_arg(int s) { return static_cast<int>(at(scalars_base() + s)); }
   FUSEX_HD static constexpr int read_node(int r) { return static_cast<int>(at(reads_base() + r)); }
@@ -212,24 +212,25 @@ FUSEX_HD inline auto* lanes_of(S& st) {
   else return st.l[p];
 }
 
-template <class C, int R, int W, class Ctx>
+// Lanes: W values of a frame's root at idx, idx + ls * e_LA, ..., along
+// axis LA of the root (-1 for rank 0: all lanes alike). A remap maps the lane
+// axis to its operand's (a permute just moves it), so every frame compiles
+// once per lane axis and width, never as a one-lane copy.
+template <class C, int R, int W, int LA, class Ctx>
 FUSEX_HD void eval(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(R)>* out);
 
-// Evaluates local U at idx (U's own index space) and broadcasts its value to
-// all W lanes: for values that do not vary along the lanes.
+// All lanes of local U at one index (values that do not vary along the lanes).
 template <class C, int U, int W, class Ctx>
 FUSEX_HD inline void eval_splat(const Ctx& cx, const idx_t* idx, vt<prog<C>::dt(U)>* out) {
-  vt<prog<C>::dt(U)> one[1];
-  eval<C, U, 1>(cx, idx, 0, 1, one);
-  for (int l = 0; l < W; ++l) out[l] = one[0];
+  eval<C, U, W, (prog<C>::rank(U) > 0 ? 0 : -1)>(cx, idx, 0, W, out);
 }
 
-// A remap member M at idx with lanes; writes M's values.
-template <class C, int M, int W, class Ctx>
+template <class C, int M, int W, int LA, class Ctx>
 FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out);
 
-// One lane at a time: the fallback for remaps that move the lane axis.
-template <class C, int M, int W, class Ctx>
+// Lane by lane, where lanes straddle a pad or cat boundary or a reshape does
+// not keep the lane axis: each lane is the first lane of its own evaluation.
+template <class C, int M, int W, int LA, class Ctx>
 FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
   using P = prog<C>;
   constexpr int r = P::rank(M);
@@ -237,14 +238,14 @@ FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, in
   for (int d = 0; d < r; ++d) il[d] = idx[d];
   for (int l = 0; l < W; ++l) {
     const int lane = l < n ? l : n - 1;
-    if constexpr (r > 0) il[r - 1] = idx[r - 1] + lane * ls;
-    vt<P::dt(M)> one[1];
-    remap<C, M, 1>(cx, il, 0, 1, one);
+    if constexpr (LA >= 0) il[LA] = idx[LA] + lane * ls;
+    vt<P::dt(M)> one[W];
+    remap<C, M, W, LA>(cx, il, 0, 1, one);
     out[l] = one[0];
   }
 }
 
-template <class C, int M, int W, class Ctx>
+template <class C, int M, int W, int LA, class Ctx>
 FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
   using P = prog<C>;
   constexpr op_kind K = P::op(M);
@@ -262,16 +263,15 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
       const idx_t e = ext[P::shape(U, a)];
       const idx_t j = idx[a] - off;
       if (j < e) {
-        const bool one_operand = a != r - 1 || j + (n - 1) * ls < e;
-        if (one_operand) {
+        if (a != LA || j + (n - 1) * ls < e) {
           idx_t iu[r];
           for (int d = 0; d < r; ++d) iu[d] = idx[d];
           iu[a] = j;
           vt<P::dt(U)> tmp[W];
-          eval<C, U, W>(cx, iu, ls, n, tmp);
+          eval<C, U, W, LA>(cx, iu, ls, n, tmp);
           for (int l = 0; l < W; ++l) out[l] = to_dtype<D>(tmp[l]);
         } else {
-          remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+          remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
         }
         done = true;
       }
@@ -286,75 +286,76 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
       for (int l = 0; l < W; ++l) out[l] = to_dtype<D>(tmp[l]);
     };
     if constexpr (K == op_kind::broadcast_in_dim) {
-      bool lanes = false;
+      // the operand axis that becomes the lane axis, if any
+      constexpr int j_lane = [] {
+        int j = -1;
+        for (int k = 0; k < ru; ++k)
+          if (P::map(M, k) == LA) j = k;
+        return j;
+      }();
       for (int j = 0; j < ru; ++j) {
         const idx_t e = ext[P::shape(U, j)];
         iu[j] = e == 1 ? 0 : idx[P::map(M, j)];
-        if (P::map(M, j) == r - 1 && e != 1) lanes = true;
       }
-      if (lanes) eval<C, U, W>(cx, iu, ls, n, tmp);
-      else eval_splat<C, U, W>(cx, iu, tmp);
+      if constexpr (j_lane >= 0) {
+        const bool grows = ext[P::shape(U, j_lane)] == 1;  // a run-time extent of 1 broadcasts
+        eval<C, U, W, j_lane>(cx, iu, grows ? 0 : ls, grows ? W : n, tmp);
+      } else {
+        eval_splat<C, U, W>(cx, iu, tmp);
+      }
       finish();
     } else if constexpr (K == op_kind::permute) {
-      if constexpr (r > 0 && P::map(M, r - 1) == r - 1) {
-        for (int i = 0; i < r; ++i) iu[P::map(M, i)] = idx[i];
-        eval<C, U, W>(cx, iu, ls, n, tmp);
-        finish();
-      } else {
-        if constexpr (W == 1) {
-          for (int i = 0; i < r; ++i) iu[P::map(M, i)] = idx[i];
-          eval<C, U, 1>(cx, iu, 0, 1, tmp);
-          finish();
-        } else {
-          remap_by_lane<C, M, W>(cx, idx, ls, n, out);
-        }
-      }
+      for (int i = 0; i < r; ++i) iu[P::map(M, i)] = idx[i];
+      eval<C, U, W, (LA >= 0 ? P::map(M, LA) : -1)>(cx, iu, ls, n, tmp);
+      finish();
     } else if constexpr (K == op_kind::slice) {
       constexpr int a = P::axis(M);
       const idx_t start = ext[P::iparam(M, 0)], step = ext[P::iparam(M, 2)];
       for (int d = 0; d < r; ++d) iu[d] = idx[d];
       iu[a] = start + idx[a] * step;
-      eval<C, U, W>(cx, iu, a == r - 1 ? ls * step : ls, n, tmp);
+      eval<C, U, W, LA>(cx, iu, a == LA ? ls * step : ls, n, tmp);
       finish();
     } else if constexpr (K == op_kind::pad) {
       constexpr int a = P::axis(M);
       const idx_t low = ext[P::iparam(M, 0)], e = ext[P::shape(U, a)];
       const idx_t j = idx[a] - low;
       const vt<D> fill = to_dtype<D>(P::value(M));
-      const idx_t jl = a == r - 1 ? j + (n - 1) * ls : j;
+      const idx_t jl = a == LA ? j + (n - 1) * ls : j;
       if (j >= 0 && jl < e) {
         for (int d = 0; d < r; ++d) iu[d] = idx[d];
         iu[a] = j;
-        eval<C, U, W>(cx, iu, ls, n, tmp);
+        eval<C, U, W, LA>(cx, iu, ls, n, tmp);
         finish();
-      } else if (a != r - 1 || jl < 0 || j >= e) {
+      } else if (a != LA || jl < 0 || j >= e) {
         for (int l = 0; l < W; ++l) out[l] = fill;
       } else {
-        if constexpr (W > 1) remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+        remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
       }
     } else if constexpr (K == op_kind::reshape) {
-      // row-major linear index through M's extents, back through U's
+      // row-major linear index through M's extents, back through U's; the
+      // lanes stay lanes when they run along equal last axes
       idx_t lin = 0;
       for (int d = 0; d < r; ++d) lin = lin * ext[P::shape(M, d)] + idx[d];
-      bool lanes = W > 1 && r > 0 && ru > 0;
-      if constexpr (r > 0 && ru > 0) lanes = lanes && ext[P::shape(M, r - 1)] == ext[P::shape(U, ru - 1)];
-      if (W == 1 || lanes) {
+      bool lanes = n == 1;
+      if constexpr (r > 0 && ru > 0 && LA == r - 1) lanes = lanes || ext[P::shape(M, r - 1)] == ext[P::shape(U, ru - 1)];
+      if (lanes) {
         for (int d = ru - 1; d >= 0; --d) {
           const idx_t e = ext[P::shape(U, d)];
           iu[d] = e > 0 ? lin % e : 0;
           lin = e > 0 ? lin / e : 0;
         }
-        eval<C, U, W>(cx, iu, ls, n, tmp);
+        if constexpr (r > 0 && ru > 0 && LA == r - 1) eval<C, U, W, ru - 1>(cx, iu, n == 1 ? 0 : ls, n, tmp);
+        else eval_splat<C, U, W>(cx, iu, tmp);
         finish();
       } else {
-        if constexpr (W > 1) remap_by_lane<C, M, W>(cx, idx, ls, n, out);
+        remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
       }
     }
   }
 }
 
 // Computes member M of the frame rooted at R into the frame store.
-template <class C, int R, int M, int W, class Ctx, class S>
+template <class C, int R, int M, int W, int LA, class Ctx, class S>
 FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S& st) {
   using P = prog<C>;
   constexpr op_kind K = P::op(M);
@@ -367,11 +368,11 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
     const idx_t* str = cx.a->in_str[s];
     idx_t off = 0;
     for (int d = 0; d < r; ++d) off += idx[d] * str[d];
-    if constexpr (r == 0) {
+    if constexpr (LA < 0) {
       const vt<D> v = load_value<D>(ptr, off);
       for (int l = 0; l < W; ++l) o[l] = v;
     } else {
-      const idx_t step = ls * str[r - 1];
+      const idx_t step = ls * str[LA];
       if (step == 1 && n == W) {
         for (int l = 0; l < W; ++l) o[l] = load_value<D>(ptr, off + l);
       } else {
@@ -396,7 +397,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
       else o[l] = cx.red->i[ri][lr];
     }
   } else if constexpr (category(K) == op_category::remap) {
-    remap<C, M, W>(cx, idx, ls, n, o);
+    remap<C, M, W, LA>(cx, idx, ls, n, o);
   } else {
     // elementwise: operand lanes, from the frame or from a mapped frame
     constexpr int nop = P::nops(M);
@@ -411,8 +412,8 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
         constexpr std::int64_t mask = P::bcast(M, k);
         idx_t iu[ru > 0 ? ru : 1];
         for (int d = 0; d < ru; ++d) iu[d] = ((mask >> d) & 1) ? 0 : idx[d];
-        if constexpr (ru == 0 || ((mask >> (r - 1)) & 1)) eval_splat<C, U, W>(cx, iu, tmp);
-        else eval<C, U, W>(cx, iu, ls, n, tmp);
+        if constexpr (ru == 0 || LA < 0 || ((mask >> (LA >= 0 ? LA : 0)) & 1)) eval_splat<C, U, W>(cx, iu, tmp);
+        else eval<C, U, W, LA>(cx, iu, ls, n, tmp);
       }
     };
     if constexpr (K == op_kind::convert) {
@@ -449,13 +450,13 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
   }
 }
 
-template <class C, int R, int W, class Ctx>
+template <class C, int R, int W, int LA, class Ctx>
 FUSEX_HD void eval(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(R)>* out) {
   using F = frame<C, R>;
   frame_store<F::nf(), F::nd(), F::nl(), W> st;
   static_for<F::size()>([&](auto kk) {
     constexpr int m = F::id(decltype(kk)::value);
-    compute<C, R, m, W>(cx, idx, ls, n, st);
+    compute<C, R, m, W, LA>(cx, idx, ls, n, st);
   });
   const auto* r = lanes_of<C, R, R>(st);
   for (int l = 0; l < W; ++l) out[l] = r[l];

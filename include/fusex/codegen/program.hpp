@@ -11,23 +11,32 @@
 // iota), in topological order.
 
 #include <cstdint>
+#include <stdexcept>
 #include <utility>
 
 #include "../plan/plan.hpp"
 
 namespace fusex::detail::codegen {
 
+inline void fusex_error_group_uses_more_than_254_extents() { throw std::logic_error("fusex: a group uses more than 254 extents"); }
+
+// Fields are packed into 64-bit words: every kernel symbol spells the whole
+// program, so a short program compiles and links noticeably faster.
 struct layout {
   // header
   static constexpr int kind = 0, nlocals = 1, nreads = 2, nwrites = 3, nexprs = 4, nscalars = 5, noperands = 6,
                        reduction = 7, header = 8;
-  // local record
-  static constexpr int op = 0, dt = 1, rank = 2, axis = 3, flag = 4, slot = 5, value = 6, value2 = 7, static1 = 8,
-                       dep = 9, node = 10, opnd = 11, nops = 12, map = 13, shape = 21, iparam = 29, record = 32;
-  // operand record: local, broadcast mask (bit i: index 0 on axis i; all bits for rank 0), identity
-  static constexpr int operand_record = 3;
-  // write record: local, destination (an output slot, or -1 for the node's intermediate buffer)
-  static constexpr int write_record = 2;
+  // local record: w0 = op | dt << 8 | rank << 16 | axis << 24 | flag << 32 | nops << 40 | dep << 48
+  //               w1 = (slot + 1) | opnd << 16 | static1 << 32 | node << 40
+  //               w2 = map[k] << 4k (k < 8) | (iparam[k] + 1) << (32 + 8k) (k < 3)
+  //               w3 = shape slot[k] << 8k (k < 8)
+  //               w4 = value bits, w5 = value2 bits
+  static constexpr int record = 6;
+  // operand record: local | mask << 16 | identity << 24   (mask bit i: index 0 on axis i)
+  static constexpr int operand_record = 1;
+  // write record: local | (destination + 1) << 16   (destination: an output slot, or -1
+  // for the node's intermediate buffer)
+  static constexpr int write_record = 1;
 };
 
 template <int N>
@@ -143,56 +152,63 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
     std::int64_t* r = d + layout::header + i * layout::record;
     const bool member = p.group_of[v] == gi;
     const bool load = is_load(g, p, gi, v);
-    r[layout::op] = static_cast<int>(load ? op_kind::input : n.op);
-    r[layout::dt] = static_cast<int>(n.dt);
-    r[layout::rank] = n.rank;
-    r[layout::axis] = n.axis;
-    r[layout::flag] = n.flag;
-    r[layout::node] = v;
-    r[layout::value] = bit_cast<std::int64_t>(n.value);
-    r[layout::value2] = bit_cast<std::int64_t>(n.value2);
-    r[layout::slot] = -1;
+    std::int64_t slot = -1;
     if (load) {
-      r[layout::slot] = nr;
+      slot = nr;
       d[base_reads + nr++] = v;
     } else if (n.op == op_kind::scalar_param) {
-      r[layout::slot] = ns;
+      slot = ns;
       d[base_scalars + ns++] = n.slot;
     }
-    std::int64_t s1 = 0;
-    for (int k = 0; k < max_rank; ++k) r[layout::map + k] = n.map[k];
+    std::uint64_t s1 = 0, shape_word = 0, map_word = 0;
     for (int k = 0; k < n.rank; ++k) {
-      r[layout::shape + k] = slot_of_expr(n.shape[k]);
-      if (is_static1(n.shape[k])) s1 |= std::int64_t{1} << k;
+      const int es = slot_of_expr(n.shape[k]);
+      if (es > 254) fusex_error_group_uses_more_than_254_extents();
+      shape_word |= static_cast<std::uint64_t>(es) << (8 * k);
+      if (is_static1(n.shape[k])) s1 |= std::uint64_t{1} << k;
     }
-    r[layout::static1] = s1;
-    for (int k = 0; k < 3; ++k) r[layout::iparam + k] = n.iparam[k] >= 0 ? slot_of_expr(n.iparam[k]) : -1;
-    r[layout::opnd] = nops;
-    r[layout::nops] = member ? n.nargs : 0;
+    for (int k = 0; k < max_rank; ++k) map_word |= static_cast<std::uint64_t>(n.map[k] & 15) << (4 * k);
+    for (int k = 0; k < 3; ++k) {
+      const int ps = n.iparam[k] >= 0 ? slot_of_expr(n.iparam[k]) : -1;
+      if (ps > 254) fusex_error_group_uses_more_than_254_extents();
+      map_word |= static_cast<std::uint64_t>(ps + 1) << (32 + 8 * k);
+    }
+    const int nops_v = member ? n.nargs : 0;
+    bool is_dep = false;
     if (member) {
       const bool elementwise = category(n.op) == op_category::elementwise;
-      bool is_dep = category(n.op) == op_category::reduction;
+      is_dep = category(n.op) == op_category::reduction;
       for (int k = 0; k < n.nargs; ++k) {
         const int u = g.operand(v, k);
         const node& un = g.nodes[u];
-        std::int64_t* o = d + base_ops + (nops++) * layout::operand_record;
-        o[0] = local_of[u];
-        std::int64_t mask = 0;
+        std::uint64_t mask = 0;
         if (elementwise) {
           if (un.rank == 0) {
-            mask = (std::int64_t{1} << n.rank) - 1;
+            mask = (std::uint64_t{1} << n.rank) - 1;
           } else {
             for (int ax = 0; ax < n.rank; ++ax)
-              if (is_static1(un.shape[ax]) && !is_static1(n.shape[ax])) mask |= std::int64_t{1} << ax;
+              if (is_static1(un.shape[ax]) && !is_static1(n.shape[ax])) mask |= std::uint64_t{1} << ax;
           }
         }
-        o[1] = mask;
-        o[2] = elementwise && un.rank == n.rank && mask == 0 ? 1 : 0;
+        const std::uint64_t identity = elementwise && un.rank == n.rank && mask == 0 ? 1 : 0;
+        d[base_ops + nops + k] = static_cast<std::int64_t>(static_cast<std::uint64_t>(local_of[u]) | mask << 16 | identity << 24);
         if (p.group_of[u] == gi && dep[u]) is_dep = true;
       }
       dep[v] = is_dep ? 1 : 0;
-      r[layout::dep] = dep[v];
     }
+    const op_kind op = load ? op_kind::input : n.op;
+    r[0] = static_cast<std::int64_t>(static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(n.dt) << 8 |
+                                     static_cast<std::uint64_t>(n.rank) << 16 |
+                                     static_cast<std::uint64_t>(static_cast<std::uint8_t>(n.axis)) << 24 |
+                                     static_cast<std::uint64_t>(static_cast<std::uint8_t>(n.flag)) << 32 |
+                                     static_cast<std::uint64_t>(nops_v) << 40 | static_cast<std::uint64_t>(is_dep) << 48);
+    r[1] = static_cast<std::int64_t>(static_cast<std::uint64_t>(slot + 1) | static_cast<std::uint64_t>(nops) << 16 |
+                                     s1 << 32 | static_cast<std::uint64_t>(v) << 40);
+    r[2] = static_cast<std::int64_t>(map_word);
+    r[3] = static_cast<std::int64_t>(shape_word);
+    r[4] = bit_cast<std::int64_t>(n.value);
+    r[5] = bit_cast<std::int64_t>(n.value2);
+    nops += nops_v;
   }
   // writes
   int nw = 0;
@@ -201,16 +217,10 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
     int slots = 0;
     for (int o = 0; o < S.outputs; ++o)
       if (g.outputs[o] == v) {
-        d[base_writes + nw * layout::write_record] = local_of[v];
-        d[base_writes + nw * layout::write_record + 1] = o;
-        ++nw;
+        d[base_writes + nw++] = local_of[v] | std::int64_t{o + 1} << 16;
         ++slots;
       }
-    if (slots == 0) {
-      d[base_writes + nw * layout::write_record] = local_of[v];
-      d[base_writes + nw * layout::write_record + 1] = -1;
-      ++nw;
-    }
+    if (slots == 0) d[base_writes + nw++] = local_of[v];
   }
   return a;
 }

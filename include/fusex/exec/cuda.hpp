@@ -95,7 +95,7 @@ __device__ inline void write_lanes(const Ctx& cx, const group_args<C>& a, int w,
   constexpr dtype D = Q::dt(R);
   constexpr int r = Q::rank(R);
   vt<D> v[W];
-  eval<C, R, W>(cx, idx, 1, n, v);
+  eval<C, R, W, r - 1>(cx, idx, 1, n, v);
   idx_t off = 0;
   for (int d = 0; d < r; ++d) off += idx[d] * a.out_str[w][d];
   store_lanes<D, W>(a.out[w], off, r > 0 ? a.out_str[w][r - 1] : 0, n, v);
@@ -189,7 +189,7 @@ __device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx
   for (idx_t c0 = static_cast<idx_t>(threadIdx.x) * W; c0 < L; c0 += static_cast<idx_t>(blockDim.x) * W) {
     idx[rd - 1] = c0;
     const int n = static_cast<int>(L - c0 < W ? L - c0 : W);
-    eval<C, U, W>(cx, idx, 1, n, v);
+    eval<C, U, W, rd - 1>(cx, idx, 1, n, v);
     for (int l = 0; l < n; ++l) {
       if constexpr (K == op_kind::sum) {
         if constexpr (fp) s += static_cast<acc_t>(v[l]);
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(block_threads) row_reduction_kernel(const grou
         }
       } else if (threadIdx.x == 0) {
         idx[rd - 1] = 0;
-        write_lanes<C, R, 1>(cx, a, w, idx, 1);
+        write_lanes<C, R, W>(cx, a, w, idx, 1);
       }
     });
   }
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(block_threads) column_reduction_kernel(const g
         idx_t iu[rx];
         for (idx_t t = 0; t < xext[ax]; ++t) {
           for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
-          eval<C, U, W>(cx, iu, 1, n, v);
+          eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
           cnt += 1.0f;
           for (int l = 0; l < W; ++l) {
             if constexpr (K == op_kind::sum) {

@@ -52,7 +52,7 @@ void write_lanes(const Ctx& cx, const group_args<C>& a, int w, const idx_t* idx,
   constexpr dtype D = Q::dt(R);
   constexpr int r = Q::rank(R);
   vt<D> v[W];
-  eval<C, R, W>(cx, idx, 1, n, v);
+  eval<C, R, W, r - 1>(cx, idx, 1, n, v);
   idx_t off = 0;
   for (int d = 0; d < r; ++d) off += idx[d] * a.out_str[w][d];
   const idx_t step = r > 0 ? a.out_str[w][r - 1] : 0;
@@ -206,7 +206,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
         for (idx_t c0 = 0; c0 < L; c0 += W) {
           idx[rd - 1] = c0;
           const int n = static_cast<int>(L - c0 < W ? L - c0 : W);
-          eval<C, U, W>(cx, idx, 1, n, v);
+          eval<C, U, W, rd - 1>(cx, idx, 1, n, v);
           acc.add(v, n);
         }
         for (int l = 1; l < W; ++l) acc.merge(0, l);
@@ -224,7 +224,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
         }
       } else {
         idx[rd - 1] = 0;
-        write_lanes<C, R, 1>(cx, a, w, idx, 1);
+        write_lanes<C, R, W>(cx, a, w, idx, 1);
       }
     });
   }
@@ -257,7 +257,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
         idx_t iu[max_rank] = {};
         for (idx_t t = 0; t < xext[ax]; ++t) {
           for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
-          eval<C, U, W>(cx, iu, 1, n, v);
+          eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
           acc.add(v, n);
         }
         for (int l = 0; l < W; ++l) acc.finish(l, xext[ax], rv.f[ri][l], rv.i[ri][l]);

@@ -1,0 +1,122 @@
+// The seed's cases (Lightning Thunder #256, #446; NVIDIA/Fuser #1597, #1473):
+// kernel counts and modelled bytes are asserted at compile time, and every
+// policy's host execution is compared with the reference.
+#include "../examples/seed/seed_programs.hpp"
+#include "executor_check.hpp"
+
+using namespace fxt;
+namespace fx = fusex;
+
+namespace {
+
+constexpr auto dgelu_plan = fx::partition(seed::dgelu);
+static_assert(dgelu_plan.kernels() == 1, "the seed's dGeLU is one kernel");
+static_assert(dgelu_plan.bytes_at_minimum());
+
+constexpr auto rope_fwd_plan = fx::partition(seed::rope_forward);
+static_assert(rope_fwd_plan.kernels() == 1, "qkv split + RoPE (GQA, partial rotary) is one kernel writing q, k, v");
+static_assert(rope_fwd_plan.group(0).nwrites == 3);
+static_assert(rope_fwd_plan.bytes_at_minimum());
+
+constexpr auto rope_bwd_plan = fx::partition(seed::rope_backward);
+static_assert(rope_bwd_plan.kernels() == 1, "the RoPE backward is one kernel writing dqkv");
+static_assert(rope_bwd_plan.bytes_at_minimum());
+
+constexpr auto ln_plan = fx::partition(seed::layer_norm);
+static_assert(ln_plan.kernels() == 1, "LayerNorm forward is one row kernel");
+static_assert(ln_plan.group(0).kind == fx::group_kind::row_reduction);
+static_assert(ln_plan.bytes_at_minimum());
+
+// The dGeLU part of the parallel-residual graph: nodes that depend on the
+// saved `fc` activation and feed the second MLP matmul.
+template <class G>
+constexpr bool is_dgelu_node(const G& g, int v) {
+  const int fc = g.params[1].node;
+  int mm2 = -1;  // the matmul whose left operand is the dGeLU output
+  int seen = 0;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.nodes[i].op == fx::op_kind::matmul && ++seen == 2) mm2 = i;
+  std::int8_t from_fc[G::sizes.nodes] = {}, to_mm2[G::sizes.nodes] = {};
+  from_fc[fc] = 1;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (int k = 0; k < g.nodes[i].nargs; ++k) from_fc[i] |= from_fc[g.operand(i, k)];
+  to_mm2[g.operand(mm2, 0)] = 1;
+  for (int i = g.num_nodes() - 1; i >= 0; --i)
+    if (to_mm2[i])
+      for (int k = 0; k < g.nodes[i].nargs; ++k) to_mm2[g.operand(i, k)] = 1;
+  const auto op = g.nodes[v].op;
+  return from_fc[v] && to_mm2[v] && op != fx::op_kind::input && op != fx::op_kind::constant;
+}
+template <class Plan>
+constexpr int dgelu_groups(Plan p) {
+  const auto& g = Plan::graph;
+  bool used[Plan::program_type::sizes.nodes] = {};
+  int n = 0;
+  for (int v = 0; v < g.num_nodes(); ++v)
+    if (is_dgelu_node(g, v) && !used[p.group_of(v)]) {
+      used[p.group_of(v)] = true;
+      ++n;
+    }
+  return n;
+}
+constexpr int dgelu_node_count() {
+  const auto& g = decltype(seed::parallel_residual_backward)::graph;
+  int n = 0;
+  for (int v = 0; v < g.num_nodes(); ++v) n += is_dgelu_node(g, v);
+  return n;
+}
+static_assert(dgelu_node_count() >= 14, "the dGeLU subgraph is found");
+
+constexpr auto pr_fused = fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{});
+constexpr auto pr_greedy = fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{});
+static_assert(dgelu_groups(pr_fused) == 1, "a claimed cat next to it leaves the dGeLU one kernel");
+static_assert(dgelu_groups(pr_greedy) >= 2, "the greedy claim splits the dGeLU, as in Thunder #256");
+
+struct rope_shape {
+  int B, T, n_head, groups, hs, n_elem;
+  int C() const { return (n_head + 2 * groups) * hs; }
+};
+
+}  // namespace
+
+TEST_CASE("seed: dGeLU, 1 kernel at minimum bytes, every policy matches the reference", "[seed]") {
+  auto x = random_tensor<fx::bf16, 2>({33, 517}, -6, 6);
+  auto dy = random_tensor<fx::bf16, 2>({33, 517});
+  check_policies(seed::dgelu, "dgelu", x, dy);
+}
+
+TEST_CASE("seed: LitGPT qkv split + RoPE forward (GQA, n_elem < head_size)", "[seed]") {
+  for (rope_shape s : {rope_shape{2, 5, 8, 2, 16, 8}, rope_shape{1, 3, 4, 4, 8, 6}, rope_shape{1, 4, 6, 1, 8, 4}}) {
+    INFO("n_head " << s.n_head << " groups " << s.groups << " hs " << s.hs << " n_elem " << s.n_elem);
+    auto qkv = random_tensor<fx::bf16, 3>({s.B, s.T, s.C()});
+    auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+    check_policies(seed::rope_forward, "rope_forward", qkv, cos, sin, s.n_head, s.groups, s.hs, s.n_elem);
+  }
+}
+
+TEST_CASE("seed: RoPE backward to dqkv", "[seed]") {
+  const rope_shape s{2, 5, 8, 2, 16, 8};
+  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
+  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
+  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+  check_policies(seed::rope_backward, "rope_backward", dq, dk, dv, cos, sin, s.n_head, s.groups, s.hs, s.n_elem);
+}
+
+TEST_CASE("seed: LayerNorm forward", "[seed]") {
+  auto x = random_tensor<fx::bf16, 2>({64, 768});
+  auto wv = random_tensor<fx::bf16, 1>({768}), bv = random_tensor<fx::bf16, 1>({768});
+  check_policies(seed::layer_norm, "layer_norm", x, wv, bv, 1e-5f);
+}
+
+TEST_CASE("seed: parallel-residual backward with a claimed cat", "[seed]") {
+  const rope_shape s{2, 4, 4, 2, 8, 6};
+  const int N = s.B * s.T, C = 32, I = 64;
+  auto dy = random_tensor<fx::bf16, 2>({N, C}), fc = random_tensor<fx::bf16, 2>({N, I});
+  auto w_proj = random_tensor<fx::bf16, 2>({C, I}), w_fc = random_tensor<fx::bf16, 2>({I, C});
+  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
+  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
+  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+  auto w_attn = random_tensor<fx::bf16, 2>({s.C(), C});
+  check_policies<seed::cat_executor>(seed::parallel_residual_backward, "parallel_residual", dy, fc, w_proj, w_fc, dq, dk,
+                                     dv, cos, sin, w_attn, s.n_head, s.groups, s.hs, s.n_elem);
+}
