@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../capture/print.hpp"
+#include "../runtime/bind.hpp"
 #include "plan.hpp"
 
 namespace fusex {
@@ -57,6 +58,38 @@ std::string explain(plan<P, Policy> pl) {
   s += "total: " + detail::format_bytes(total) + " moved in " + std::to_string(d.ngroups) + (d.ngroups == 1 ? " launch; minimum " : " launches; minimum ") +
        detail::format_bytes(d.min_bytes) + " (ratio " + ratio + ")\n";
   return s;
+}
+
+// The cost model evaluated at real extents: bytes each group reads and
+// writes for the given arguments, against the minimum (every tensor argument
+// read once, every output written once).
+struct traffic {
+  double bytes = 0, min_bytes = 0;
+  int launches = 0;
+};
+
+template <class P, class Policy, class... A>
+traffic modelled_traffic(plan<P, Policy> pl, const inputs_t<A...>& in) {
+  const auto& g = P::graph;
+  const auto& d = pl.data;
+  const auto args = bind_args(P{}, in);
+  const auto env = check_inputs(g, args.data());
+  auto bytes_of = [&](int v) { return static_cast<double>(env.numel(v)) * size_of(g.nodes[v].dt); };
+  traffic t;
+  t.launches = d.ngroups;
+  for (int i = 0; i < d.ngroups; ++i) {
+    for (int k = 0; k < d.groups[i].nreads; ++k) t.bytes += bytes_of(d.reads[d.groups[i].read0 + k]);
+    for (int k = 0; k < d.groups[i].nwrites; ++k) t.bytes += bytes_of(d.writes[d.groups[i].write0 + k]);
+  }
+  bool seen[P::sizes.nodes > 0 ? P::sizes.nodes : 1] = {};
+  for (int p = 0; p < P::sizes.params; ++p)
+    if (g.params[p].kind == arg_kind::tensor && g.uses(g.params[p].node) > 0) t.min_bytes += bytes_of(g.params[p].node);
+  for (int o = 0; o < P::sizes.outputs; ++o)
+    if (!seen[g.outputs[o]]) {
+      seen[g.outputs[o]] = true;
+      t.min_bytes += bytes_of(g.outputs[o]);
+    }
+  return t;
 }
 
 }  // namespace fusex

@@ -1,0 +1,101 @@
+// The seed's cases under each policy: kernel count, modelled bytes (at the
+// extents used here) against the minimum, and the largest relative error
+// against the reference executor, run on the host executor. One line per
+// case and policy:
+//   seed-case <name> policy=<fused|greedy|unfused> kernels=<k> bytes=<b> min-bytes=<m> max-rel-err=<e>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <tuple>
+
+#include "seed/seed_programs.hpp"
+
+namespace fx = fusex;
+
+namespace {
+
+std::mt19937 rng(2026);
+
+template <class T, int R>
+fx::host_tensor<T, R> random_tensor(const fx::extents_array<R>& e) {
+  fx::host_tensor<T, R> t(e);
+  std::uniform_real_distribution<float> d(-2, 2);
+  for (auto& v : t.values()) v = T(d(rng));
+  return t;
+}
+
+template <class T, int R>
+double max_rel_err(const fx::host_tensor<T, R>& got, const fx::host_tensor<T, R>& ref) {
+  double worst = 0;
+  for (fx::index_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<float>(got.values()[i]), r = static_cast<float>(ref.values()[i]);
+    worst = std::max(worst, std::fabs(g - r) / std::max(std::fabs(r), 1e-3));
+  }
+  return worst;
+}
+template <class A>
+double max_rel_err_all(const A& got, const A& ref) {
+  if constexpr (requires { got.values(); }) {
+    return max_rel_err(got, ref);
+  } else {
+    double w = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((w = std::max(w, max_rel_err(std::get<I>(got), std::get<I>(ref)))), ...);
+    }(std::make_index_sequence<std::tuple_size_v<A>>{});
+    return w;
+  }
+}
+
+template <class Plan, class Prog, class... Args>
+void report(const char* name, const char* policy, Plan plan, Prog prog, const Args&... args) {
+  const auto ref = fx::evaluate(prog, fx::reference, args...);
+  const auto got = fx::evaluate(plan, fx::host{}, args...);
+  const fx::traffic t = fx::modelled_traffic(plan, fx::inputs(args...));
+  std::printf("seed-case %s policy=%s kernels=%d bytes=%.0f min-bytes=%.0f max-rel-err=%.3g\n", name, policy,
+              plan.kernels(), t.bytes, t.min_bytes, max_rel_err_all(got, ref));
+}
+
+template <class... Claimants, class Prog, class... Args>
+void all_policies(const char* name, Prog prog, const Args&... args) {
+  report(name, "fused", fx::partition(prog, fx::policy::fused<Claimants...>{}), prog, args...);
+  report(name, "greedy", fx::partition(prog, fx::policy::greedy_claim<Claimants...>{}), prog, args...);
+  report(name, "unfused", fx::partition(prog, fx::policy::unfused<Claimants...>{}), prog, args...);
+}
+
+}  // namespace
+
+int main() {
+  {
+    auto x = random_tensor<fx::bf16, 2>({256, 1024}), dy = random_tensor<fx::bf16, 2>({256, 1024});
+    all_policies("dgelu", seed::dgelu, x, dy);
+  }
+  const int B = 2, T = 64, n_head = 8, groups = 2, hs = 64, n_elem = 16, C = (n_head + 2 * groups) * hs;
+  {
+    auto qkv = random_tensor<fx::bf16, 3>({B, T, C});
+    auto cos = random_tensor<fx::bf16, 2>({T, n_elem}), sin = random_tensor<fx::bf16, 2>({T, n_elem});
+    all_policies("rope-forward", seed::rope_forward, qkv, cos, sin, n_head, groups, hs, n_elem);
+  }
+  {
+    auto dq = random_tensor<fx::bf16, 4>({B, n_head, T, hs});
+    auto dk = random_tensor<fx::bf16, 4>({B, groups, T, hs}), dv = random_tensor<fx::bf16, 4>({B, groups, T, hs});
+    auto cos = random_tensor<fx::bf16, 2>({T, n_elem}), sin = random_tensor<fx::bf16, 2>({T, n_elem});
+    all_policies("rope-backward", seed::rope_backward, dq, dk, dv, cos, sin, n_head, groups, hs, n_elem);
+  }
+  {
+    auto x = random_tensor<fx::bf16, 2>({256, 1024});
+    auto w = random_tensor<fx::bf16, 1>({1024}), b = random_tensor<fx::bf16, 1>({1024});
+    all_policies("layer-norm", seed::layer_norm, x, w, b, 1e-5f);
+  }
+  {
+    const int N = B * T, E = 128, I = 512;
+    auto dy = random_tensor<fx::bf16, 2>({N, E}), fc = random_tensor<fx::bf16, 2>({N, I});
+    auto w_proj = random_tensor<fx::bf16, 2>({E, I}), w_fc = random_tensor<fx::bf16, 2>({I, E});
+    auto dq = random_tensor<fx::bf16, 4>({B, n_head, T, hs});
+    auto dk = random_tensor<fx::bf16, 4>({B, groups, T, hs}), dv = random_tensor<fx::bf16, 4>({B, groups, T, hs});
+    auto cos = random_tensor<fx::bf16, 2>({T, n_elem}), sin = random_tensor<fx::bf16, 2>({T, n_elem});
+    auto w_attn = random_tensor<fx::bf16, 2>({C, E});
+    all_policies<seed::cat_executor>("parallel-residual-backward", seed::parallel_residual_backward, dy, fc, w_proj,
+                                     w_fc, dq, dk, dv, cos, sin, w_attn, n_head, groups, hs, n_elem);
+  }
+  return 0;
+}
