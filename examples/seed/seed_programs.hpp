@@ -113,4 +113,49 @@ struct cat_executor {
 #endif
 };
 
+#if defined(__CUDACC__)
+// Device side of the user's cat: one strided block copy per operand.
+struct cat_block {
+  const unsigned char* src;
+  unsigned char* dst;
+  int rank, elem;
+  fx::index_t ext[fx::max_rank], src_str[fx::max_rank], dst_str[fx::max_rank];
+};
+__global__ inline void cat_block_copy(const cat_block b, fx::index_t total) {
+  for (fx::index_t i = blockIdx.x * static_cast<fx::index_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<fx::index_t>(gridDim.x) * blockDim.x) {
+    fx::index_t rem = i, so = 0, dof = 0;
+    for (int d = b.rank - 1; d >= 0; --d) {
+      const fx::index_t c = rem % b.ext[d];
+      rem /= b.ext[d];
+      so += c * b.src_str[d];
+      dof += c * b.dst_str[d];
+    }
+    for (int k = 0; k < b.elem; ++k) b.dst[dof * b.elem + k] = b.src[so * b.elem + k];
+  }
+}
+inline void cat_executor::run_cuda(const fx::claimed_call& c, cudaStream_t stream) {
+  fx::index_t offset = 0;
+  for (int k = 0; k < c.nin; ++k) {
+    const fx::bound_arg& in = c.in[k];
+    if (in.dt != c.out.dt) throw fx::argument_error("user-cat: operands must have the output's dtype");
+    cat_block b{};
+    b.src = static_cast<const unsigned char*>(in.data);
+    b.elem = fx::size_of(in.dt);
+    b.rank = in.rank;
+    b.dst = static_cast<unsigned char*>(const_cast<void*>(c.out.data)) +
+            offset * c.out.str[c.n->axis] * b.elem;
+    fx::index_t total = 1;
+    for (int d = 0; d < in.rank; ++d) {
+      b.ext[d] = in.ext[d];
+      b.src_str[d] = in.str[d];
+      b.dst_str[d] = c.out.str[d];
+      total *= in.ext[d];
+    }
+    if (total > 0) cat_block_copy<<<static_cast<unsigned>((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096), 256, 0, stream>>>(b, total);
+    offset += in.ext[c.n->axis];
+  }
+}
+#endif
+
 }  // namespace seed

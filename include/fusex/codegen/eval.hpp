@@ -230,6 +230,15 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
 
 // Lane by lane, where lanes straddle a pad or cat boundary or a reshape does
 // not keep the lane axis: each lane is the first lane of its own evaluation.
+// One lane of remap M, kept out of line: the lane-by-lane loop would
+// otherwise hold W copies of the whole operand subtree.
+template <class C, int M, int W, int LA, class Ctx>
+FUSEX_HD FUSEX_NOINLINE vt<prog<C>::dt(M)> remap_one(const Ctx& cx, const idx_t* idx) {
+  vt<prog<C>::dt(M)> one[W];
+  remap<C, M, W, LA>(cx, idx, 0, 1, one);
+  return one[0];
+}
+
 template <class C, int M, int W, int LA, class Ctx>
 FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
   using P = prog<C>;
@@ -239,9 +248,7 @@ FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, in
   for (int l = 0; l < W; ++l) {
     const int lane = l < n ? l : n - 1;
     if constexpr (LA >= 0) il[LA] = idx[LA] + lane * ls;
-    vt<P::dt(M)> one[W];
-    remap<C, M, W, LA>(cx, il, 0, 1, one);
-    out[l] = one[0];
+    out[l] = remap_one<C, M, W, LA>(cx, il);
   }
 }
 

@@ -11,6 +11,14 @@
 #define FUSEX_DEVICE
 #endif
 
+// Keeps a function out of line, for code that runs rarely but would be
+// copied many times if inlined.
+#if defined(__CUDACC__)
+#define FUSEX_NOINLINE __noinline__
+#else
+#define FUSEX_NOINLINE __attribute__((noinline))
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define FUSEX_DEVICE_PASS 1
 #else

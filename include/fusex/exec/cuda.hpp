@@ -173,8 +173,8 @@ struct wrap_sum_op {
   }
 };
 
-template <class C, int M, int W, class Ctx>
-__device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx, int rd, idx_t L, void* smem) {
+template <class C, int M, int W, int rd, class Ctx>
+__device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx, idx_t L, void* smem) {
   using Q = prog<C>;
   constexpr int U = Q::operand(M, 0);
   constexpr op_kind K = Q::op(M);
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(block_threads) row_reduction_kernel(const grou
     const context<C, 1> cx{&a, &rv};
     static_for<Q::nlocals()>([&](auto mm) {
       constexpr int M = decltype(mm)::value;
-      if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) reduce_row<C, M, W>(cx, rv, idx, rd, L, smem);
+      if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) reduce_row<C, M, W, rd>(cx, rv, idx, L, smem);
     });
     static_for<Q::nwrites()>([&](auto ww) {
       constexpr int w = decltype(ww)::value;
