@@ -273,3 +273,36 @@ constexpr void generate(fx::detail::builder& b, std::uint64_t seed, gen_options 
 }
 
 }  // namespace fxt
+
+namespace fxt {
+
+// A random program as a compile-time value: planned and run like a traced
+// one. Inputs are f32 (rows, cols); results are the graph's outputs.
+template <std::uint64_t Seed, int MaxOps = 9>
+struct random_program {
+  static constexpr gen_options options() {
+    gen_options o;
+    o.min_ops = 2;
+    o.max_ops = MaxOps;
+    return o;
+  }
+  static constexpr fx::graph_sizes sizes = [] {
+    fx::detail::builder b;
+    generate(b, Seed, options());
+    return b.sizes();
+  }();
+  static constexpr fx::graph<sizes> graph = [] {
+    fx::detail::builder b;
+    generate(b, Seed, options());
+    return b.template freeze<sizes>();
+  }();
+  template <std::size_t... I>
+  static fx::detail::type_list<decltype((void)I, fx::tensor<float, 2>{})...> make_args(std::index_sequence<I...>);
+  using arg_types = decltype(make_args(std::make_index_sequence<static_cast<std::size_t>(sizes.params)>{}));
+  template <std::size_t... I>
+  static std::tuple<fx::tensor<fx::storage_t<graph.nodes[graph.outputs[I]].dt>, graph.nodes[graph.outputs[I]].rank>...>
+  make_results(std::index_sequence<I...>);
+  using result_type = decltype(make_results(std::make_index_sequence<static_cast<std::size_t>(sizes.outputs)>{}));
+};
+
+}  // namespace fxt

@@ -82,3 +82,4 @@ def cos_eval(c, r):
     r = np.float32(r); r2 = np.float32(r * r)
     return np.float32(np.float32(1) - np.float32(0.5) * r2 + r2 * r2 * horner32(c, r2))
 report("cos Q(r^2)", P_cos, cos_eval, mp.cos, 1e-4, q)
+

@@ -188,6 +188,17 @@ consteval program<F> trace(F) {
   return {};
 }
 
+// Anything with a graph, its sizes, and the argument and result handle types
+// of a traced function can be planned and run: fusex::program, or a graph
+// built another way (tests generate random ones).
+template <class P>
+concept program_like = requires {
+  P::graph;
+  P::sizes;
+  typename P::arg_types;
+  typename P::result_type;
+};
+
 template <class P>
 struct is_program : std::false_type {};
 template <class F>

@@ -339,12 +339,16 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
         remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
       }
     } else if constexpr (K == op_kind::reshape) {
-      // row-major linear index through M's extents, back through U's; the
-      // lanes stay lanes when they run along equal last axes
+      // row-major linear index through M's extents, back through U's. Lanes
+      // along M's last axis are consecutive linear indices: they stay lanes
+      // along U's last axis unless they cross one of U's rows.
       idx_t lin = 0;
       for (int d = 0; d < r; ++d) lin = lin * ext[P::shape(M, d)] + idx[d];
       bool lanes = n == 1;
-      if constexpr (r > 0 && ru > 0 && LA == r - 1) lanes = lanes || ext[P::shape(M, r - 1)] == ext[P::shape(U, ru - 1)];
+      if constexpr (r > 0 && ru > 0 && LA == r - 1) {
+        const idx_t eu = ext[P::shape(U, ru - 1)];
+        lanes = lanes || (eu > 0 && lin / eu == (lin + (n - 1) * ls) / eu);
+      }
       if (lanes) {
         for (int d = ru - 1; d >= 0; --d) {
           const idx_t e = ext[P::shape(U, d)];

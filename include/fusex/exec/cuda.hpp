@@ -769,8 +769,8 @@ void run(plan<P, Policy> pl, cuda_stream s, const inputs_t<A...>& in, const outp
   });
 }
 
-template <class F, class... A, class... O>
-void run(program<F> p, cuda_stream s, const inputs_t<A...>& in, const outputs_t<O...>& out) {
+template <program_like P, class... A, class... O>
+void run(P p, cuda_stream s, const inputs_t<A...>& in, const outputs_t<O...>& out) {
   run(partition(p), s, in, out);
 }
 

@@ -431,8 +431,8 @@ void run(plan<P, Policy> pl, host h, const inputs_t<A...>& in, const outputs_t<O
 }
 
 // A program runs with the default (fused) plan.
-template <class F, class... A, class... O>
-void run(program<F> p, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
+template <program_like P, class... A, class... O>
+void run(P p, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
   run(partition(p), h, in, out);
 }
 

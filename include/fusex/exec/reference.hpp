@@ -402,9 +402,8 @@ class evaluator {
 }  // namespace detail::ref
 
 // Runs program P with the reference executor, writing into `out`.
-template <class F, class... A, class... O>
-void run(program<F> p, reference_executor, const inputs_t<A...>& in, const outputs_t<O...>& out) {
-  using P = program<F>;
+template <program_like P, class... A, class... O>
+void run(P p, reference_executor, const inputs_t<A...>& in, const outputs_t<O...>& out) {
   const auto args = bind_args(p, in);
   const auto outs = bind_results(p, out);
   const auto env = check_inputs(P::graph, args.data());

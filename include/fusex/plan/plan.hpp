@@ -332,8 +332,8 @@ struct plan {
   }
 };
 
-template <class F, class Policy = policy::fused<>>
-consteval plan<program<F>, Policy> partition(program<F>, Policy = {}) {
+template <program_like P, class Policy = policy::fused<>>
+consteval plan<P, Policy> partition(P, Policy = {}) {
   return {};
 }
 

@@ -216,9 +216,9 @@ std::array<bound_arg, sizeof...(X)> bind_outputs(type_list<X...>, const std::tup
 }  // namespace detail
 
 // Type-checked binding of a run's inputs to program P, in parameter order.
-template <class F, class... A>
-std::array<bound_arg, program<F>::sizes.params> bind_args(program<F>, const inputs_t<A...>& in) {
-  return detail::bind_inputs(typename program<F>::arg_types{}, in.values, std::index_sequence_for<A...>{});
+template <program_like P, class... A>
+std::array<bound_arg, P::sizes.params> bind_args(P, const inputs_t<A...>& in) {
+  return detail::bind_inputs(typename P::arg_types{}, in.values, std::index_sequence_for<A...>{});
 }
 
 // Output handle types of program P, as a detail::type_list of tensor<T, R>.
@@ -226,9 +226,9 @@ template <class P>
 using result_types = typename detail::output_types<typename P::result_type>::type;
 
 // Type-checked binding of a run's outputs to program P, in result order.
-template <class F, class... O>
-std::array<bound_arg, program<F>::sizes.outputs> bind_results(program<F>, const outputs_t<O...>& out) {
-  return detail::bind_outputs(result_types<program<F>>{}, out.values, std::index_sequence_for<O...>{});
+template <program_like P, class... O>
+std::array<bound_arg, P::sizes.outputs> bind_results(P, const outputs_t<O...>& out) {
+  return detail::bind_outputs(result_types<P>{}, out.values, std::index_sequence_for<O...>{});
 }
 
 // ---- run-time shapes ------------------------------------------------------

@@ -29,9 +29,8 @@ typename host_result<X>::type allocate_result(const shape_env<S>& env, int node)
 }
 }  // namespace detail
 
-template <class F, class Exec, class... A>
-auto evaluate(program<F> p, Exec exec, const A&... a) {
-  using P = program<F>;
+template <program_like P, class Exec, class... A>
+auto evaluate(P p, Exec exec, const A&... a) {
   const auto in = inputs(a...);
   const auto args = bind_args(p, in);
   const auto env = check_inputs(P::graph, args.data());

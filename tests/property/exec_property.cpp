@@ -1,0 +1,75 @@
+// Property test over random DAGs built at compile time (each a program type):
+// the plan's invariants hold (asserted when the plan is made) and the fused
+// host execution equals the reference executor's output within f32
+// tolerance. This file is compiled several times with different seed blocks.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+
+#include "../random_graph.hpp"
+#include "../support.hpp"
+
+#define FUSEX_STR2(x) #x
+#define FUSEX_STR(x) FUSEX_STR2(x)
+#define FUSEX_BLOCK_NAME FUSEX_STR(FUSEX_SEED_BLOCK)
+#ifndef FUSEX_SEED_BLOCK
+#define FUSEX_SEED_BLOCK 0
+#endif
+#ifndef FUSEX_SEEDS_PER_BLOCK
+#define FUSEX_SEEDS_PER_BLOCK 50
+#endif
+
+namespace {
+
+namespace fx = fusex;
+
+template <class T, int R>
+void compare(const fx::host_tensor<T, R>& got, const fx::host_tensor<T, R>& ref, std::uint64_t seed, int out) {
+  REQUIRE(got.extents() == ref.extents());
+  for (fx::index_t i = 0; i < got.size(); ++i) {
+    const double g = fxt::to_double(got.values()[i]), e = fxt::to_double(ref.values()[i]);
+    INFO("seed " << seed << " output " << out << " element " << i << ": fused " << g << ", reference " << e);
+    REQUIRE(fxt::close(g, e, fxt::tol<T>()));
+  }
+}
+
+template <std::uint64_t Seed>
+void check_seed() {
+  using P = fxt::random_program<Seed, (Seed % 4 == 0 ? 16 : 8)>;
+  constexpr auto plan = fx::partition(P{});
+  static_assert(plan.invariants_hold());
+  // extents: odd, sometimes 1
+  const int rows = 1 + static_cast<int>(Seed % 5), cols = 2 + static_cast<int>((Seed / 5) % 7);
+  std::mt19937 g(static_cast<unsigned>(Seed));
+  std::uniform_real_distribution<float> d(-1.5f, 1.5f);
+  std::vector<fx::host_tensor<float, 2>> in;
+  for (int p = 0; p < P::sizes.params; ++p) {
+    in.emplace_back(fx::extents_array<2>{rows, cols});
+    for (auto& v : in.back().values()) v = d(g);
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const auto ref = fx::evaluate(P{}, fx::reference, in[I]...);
+    const auto got = fx::evaluate(plan, fx::host{}, in[I]...);
+    if constexpr (P::sizes.outputs == 1) {
+      compare(got, ref, Seed, 0);
+    } else {
+      [&]<std::size_t... O>(std::index_sequence<O...>) {
+        (compare(std::get<O>(got), std::get<O>(ref), Seed, static_cast<int>(O)), ...);
+      }(std::make_index_sequence<static_cast<std::size_t>(P::sizes.outputs)>{});
+    }
+  }(std::make_index_sequence<static_cast<std::size_t>(P::sizes.params)>{});
+}
+
+template <std::uint64_t Base, std::size_t... K>
+void check_block(std::index_sequence<K...>) {
+  (check_seed<Base + K>(), ...);
+}
+
+}  // namespace
+
+TEST_CASE("random DAGs: fused host execution equals the reference, block " FUSEX_BLOCK_NAME,
+          "[property][executor]") {
+  constexpr std::uint64_t base = 1000 + FUSEX_SEED_BLOCK * FUSEX_SEEDS_PER_BLOCK;
+  check_block<base>(std::make_index_sequence<FUSEX_SEEDS_PER_BLOCK>{});
+}
