@@ -1,5 +1,5 @@
-// Quickstart: GeLU written from prims, traced at compile time, printed as a
-// trace, and evaluated on the host.
+// Quickstart: GeLU written from prims, traced and planned at compile time,
+// printed as a trace and a plan, and evaluated on the host executor.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -16,14 +16,17 @@ constexpr auto gelu = fx::trace([](fx::tensor<fx::bf16, 2> x) {
   return fx::convert<fx::bf16>(xf * cdf);
 });
 
+constexpr auto plan = fx::partition(gelu);
+static_assert(plan.kernels() == 1);
+
 int main() {
-  std::cout << gelu << "\n";
+  std::cout << gelu << "\n" << fx::explain(plan) << "\n";
 
   const int rows = 2, cols = 5;
   std::vector<fx::bf16> x(rows * cols);
   for (int i = 0; i < rows * cols; ++i) x[i] = fx::bf16(-3.0f + 0.75f * static_cast<float>(i));
 
-  auto y = fx::evaluate(gelu, fx::reference, fx::view<const fx::bf16, 2>(x.data(), {rows, cols}));
+  auto y = fx::evaluate(plan, fx::host{}, fx::view<const fx::bf16, 2>(x.data(), {rows, cols}));
 
   std::printf("%8s %12s %12s\n", "x", "gelu(x)", "exact");
   double worst = 0;
