@@ -135,6 +135,10 @@ struct context {
   static constexpr int red_lanes = RW;
   const group_args<C>* a;
   reduction_values<C, RW>* red;  // null in pointwise groups
+  // Row kernels on the device: the current row's copy of each cached input
+  // (null when not cached) and the row's outer index.
+  const unsigned char* const* row_cache = nullptr;
+  const idx_t* row_outer = nullptr;
 };
 
 // Members of the frame rooted at local R, their register class (0 float,
@@ -375,6 +379,18 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
   auto* o = lanes_of<C, R, M>(st);
   if constexpr (K == op_kind::input) {  // a load
     constexpr int s = P::slot(M);
+    if constexpr (LA == r - 1 && r > 0) {
+      // from the row cache, when this is the current row of a cached input
+      if (cx.row_cache && cx.row_cache[s]) {
+        bool same_row = true;
+        for (int d = 0; d + 1 < r; ++d) same_row = same_row && idx[d] == cx.row_outer[d];
+        if (same_row) {
+          const unsigned char* row = cx.row_cache[s];
+          for (int l = 0; l < W; ++l) o[l] = load_value<D>(row, idx[LA] + (l < n ? l : n - 1) * ls);
+          return;
+        }
+      }
+    }
     const void* ptr = cx.a->in[s];
     const idx_t* str = cx.a->in_str[s];
     idx_t off = 0;
@@ -384,11 +400,9 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
       for (int l = 0; l < W; ++l) o[l] = v;
     } else {
       const idx_t step = ls * str[LA];
-      if (step == 1 && n == W) {
-        for (int l = 0; l < W; ++l) o[l] = load_value<D>(ptr, off + l);
-      } else {
+      if (step == 1 && n == W) load_contiguous<D, W>(ptr, off, o);
+      else
         for (int l = 0; l < W; ++l) o[l] = load_value<D>(ptr, off + (l < n ? l : n - 1) * step);
-      }
     }
   } else if constexpr (K == op_kind::constant || K == op_kind::full) {
     const vt<D> v = to_dtype<D>(P::value(M));

@@ -76,6 +76,27 @@ FUSEX_HD inline vt<D> load_value(const void* p, long long off) {
   else if constexpr (D == dtype::b8) return s ? 1 : 0;
   else return static_cast<vt<D>>(s);
 }
+// W consecutive values from p + off. On the device, with 4-, 8- or 16-byte
+// runs that are aligned, one vector load instead of W scalar ones.
+template <dtype D, int W>
+FUSEX_HD inline void load_contiguous(const void* p, long long off, vt<D>* out) {
+#if FUSEX_DEVICE_PASS
+  using S = storage_t<D>;
+  constexpr int bytes = static_cast<int>(sizeof(S)) * W;
+  const S* q = static_cast<const S*>(p) + off;
+  const auto addr = reinterpret_cast<unsigned long long>(q);
+  if constexpr (bytes == 16 || bytes == 8 || bytes == 4) {
+    if ((addr & (bytes - 1)) == 0) {
+      using V = std::conditional_t<bytes == 16, uint4, std::conditional_t<bytes == 8, uint2, unsigned>>;
+      const V v = __ldg(reinterpret_cast<const V*>(q));
+      for (int l = 0; l < W; ++l) out[l] = load_value<D>(&v, l);
+      return;
+    }
+  }
+#endif
+  for (int l = 0; l < W; ++l) out[l] = load_value<D>(p, off + l);
+}
+
 template <dtype D>
 FUSEX_HD inline void store_value(void* p, long long off, vt<D> v) {
   storage_t<D>* q = static_cast<storage_t<D>*>(p) + off;

@@ -247,28 +247,106 @@ FUSEX_HD constexpr std::size_t reduce_temp_bytes() {
   return b > l ? b : l;
 }
 
-// One block per row (grid-stride over rows): each reduction is a pass over
-// the row followed by a block reduction; then the row's outputs.
-template <class C, int W>
-__global__ void __launch_bounds__(block_threads) row_reduction_kernel(const group_args<C> a) {
+// Inputs a row kernel caches: tensors read with exactly the row domain's
+// shape. Their row is copied to shared memory once and every pass reads it
+// there (loads of other rows, through remaps, still go to global memory).
+template <class C>
+struct row_cache_plan {
   using Q = prog<C>;
-  constexpr int X = Q::operand(Q::reduction(), 0);
-  constexpr int rd = Q::rank(X);
+  static constexpr int X = Q::operand(Q::reduction(), 0);
+  static constexpr int rd = Q::rank(X);
+  FUSEX_HD static constexpr bool cached(int slot) {
+    for (int i = 0; i < Q::nlocals(); ++i) {
+      if (Q::op(i) != op_kind::input || Q::slot(i) != slot || Q::rank(i) != rd) continue;
+      bool same = true;
+      for (int d = 0; d < rd; ++d) same = same && Q::shape(i, d) == Q::shape(X, d);
+      if (same) return true;
+    }
+    return false;
+  }
+  FUSEX_HD static constexpr dtype slot_dtype(int slot) {
+    for (int i = 0; i < Q::nlocals(); ++i)
+      if (Q::op(i) == op_kind::input && Q::slot(i) == slot) return Q::dt(i);
+    return dtype::f32;
+  }
+  // bytes of one cached row of slot s, 16-byte aligned
+  FUSEX_HD static idx_t row_bytes(int slot, idx_t L) {
+    return (L * size_of(slot_dtype(slot)) + 15) / 16 * 16;
+  }
+  static idx_t total_bytes(idx_t L) {
+    idx_t b = 0;
+    for (int s = 0; s < Q::nreads(); ++s)
+      if (cached(s)) b += row_bytes(s, L);
+    return b;
+  }
+};
+
+// One block per row (grid-stride over rows): the row's cached inputs are
+// copied to shared memory, each reduction is a pass over the row followed by
+// a block reduction, then the row's outputs are written.
+template <class C, int W>
+__global__ void __launch_bounds__(block_threads) row_reduction_kernel(const group_args<C> a, int use_cache) {
+  using Q = prog<C>;
+  using RC = row_cache_plan<C>;
+  constexpr int X = RC::X;
+  constexpr int rd = RC::rd;
+  constexpr int NR = group_args<C>::NR;
   __shared__ alignas(16) unsigned char smem[reduce_temp_bytes<C>()];
+  extern __shared__ uint4 row_storage[];  // 16-byte aligned
+  unsigned char* rows = reinterpret_cast<unsigned char*>(row_storage);
   idx_t ext[rd];
   for (int d = 0; d < rd; ++d) ext[d] = a.ext[Q::shape(X, d)];
-  idx_t rows = 1;
-  for (int d = 0; d + 1 < rd; ++d) rows *= ext[d];
+  idx_t nrows = 1;
+  for (int d = 0; d + 1 < rd; ++d) nrows *= ext[d];
   const idx_t L = ext[rd - 1];
-  for (idx_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const unsigned char* cache[NR] = {};
+  if (use_cache) {
+    idx_t off = 0;
+    static_for<Q::nreads()>([&](auto ss) {
+      constexpr int sl = decltype(ss)::value;
+      if constexpr (RC::cached(sl)) {
+        cache[sl] = rows + off;
+        off += RC::row_bytes(sl, L);
+      }
+    });
+  }
+  for (idx_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     idx_t idx[rd];
     idx_t rr = row;
     for (int d = rd - 2; d >= 0; --d) {
       idx[d] = rr % ext[d];
       rr /= ext[d];
     }
+    idx_t outer[rd];
+    for (int d = 0; d < rd; ++d) outer[d] = idx[d];
+    if (use_cache) {
+      static_for<Q::nreads()>([&](auto ss) {
+        constexpr int sl = decltype(ss)::value;
+        if constexpr (RC::cached(sl)) {
+          using S = storage_t<RC::slot_dtype(sl)>;
+          const S* src = static_cast<const S*>(a.in[sl]);
+          idx_t base = 0;
+          for (int d = 0; d + 1 < rd; ++d) base += idx[d] * a.in_str[sl][d];
+          const idx_t step = a.in_str[sl][rd - 1];
+          S* dst = reinterpret_cast<S*>(const_cast<unsigned char*>(cache[sl]));
+          constexpr int V = 16 / static_cast<int>(sizeof(S));
+          if (step == 1 && (reinterpret_cast<std::uintptr_t>(src + base) & 15) == 0 && L % V == 0) {
+            const uint4* s4 = reinterpret_cast<const uint4*>(src + base);
+            uint4* d4 = reinterpret_cast<uint4*>(dst);
+            for (idx_t k = threadIdx.x; k < L / V; k += blockDim.x) d4[k] = __ldg(s4 + k);
+          } else {
+            for (idx_t k = threadIdx.x; k < L; k += blockDim.x) dst[k] = src[base + k * step];
+          }
+        }
+      });
+      __syncthreads();
+    }
     reduction_values<C, 1> rv;
-    const context<C, 1> cx{&a, &rv};
+    context<C, 1> cx{&a, &rv};
+    if (use_cache) {
+      cx.row_cache = cache;
+      cx.row_outer = outer;
+    }
     static_for<Q::nlocals()>([&](auto mm) {
       constexpr int M = decltype(mm)::value;
       if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) reduce_row<C, M, W, rd>(cx, rv, idx, L, smem);
@@ -286,6 +364,7 @@ __global__ void __launch_bounds__(block_threads) row_reduction_kernel(const grou
         write_lanes<C, R, W>(cx, a, w, idx, 1);
       }
     });
+    if (use_cache) __syncthreads();  // the next row overwrites the cache
   }
 }
 
@@ -621,14 +700,32 @@ void launch_pointwise(const group_args<C>& ga, cudaStream_t stream, const char* 
 template <class C>
 void launch_row_reduction(const group_args<C>& ga, cudaStream_t stream, const char* where) {
   using Q = prog<C>;
+  using K = codegen::canonical_t<C>;
   constexpr int W = lanes_for<C>();
   constexpr int X = Q::operand(Q::reduction(), 0);
   constexpr int rd = Q::rank(X);
   idx_t rows = 1;
   for (int d = 0; d + 1 < rd; ++d) rows *= ga.ext[Q::shape(X, d)];
   if (rows == 0) return;
+  // The row cache when it fits in shared memory (asking for more than the
+  // default 48 KiB where the device allows it).
+  const idx_t cache_bytes = row_cache_plan<C>::total_bytes(ga.ext[Q::shape(X, rd - 1)]);
+  int use_cache = cache_bytes > 0 ? 1 : 0;
+  if (cache_bytes > 48 * 1024) {
+    int dev = 0, limit = 0;
+    FUSEX_CUDA_CHECK(cudaGetDevice(&dev), where);
+    FUSEX_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), where);
+    const idx_t room = limit - static_cast<idx_t>(reduce_temp_bytes<C>()) - 1024;
+    if (cache_bytes <= room)
+      FUSEX_CUDA_CHECK(cudaFuncSetAttribute(row_reduction_kernel<K, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(cache_bytes)),
+                       where);
+    else
+      use_cache = 0;
+  }
   const idx_t cap = static_cast<idx_t>(device_sms()) * 8;
-  row_reduction_kernel<codegen::canonical_t<C>, W><<<static_cast<unsigned>(rows < cap ? rows : cap), block_threads, 0, stream>>>(ga);
+  row_reduction_kernel<K, W><<<static_cast<unsigned>(rows < cap ? rows : cap), block_threads,
+                               use_cache ? static_cast<std::size_t>(cache_bytes) : 0, stream>>>(ga, use_cache);
   FUSEX_CUDA_CHECK(cudaGetLastError(), where);
 }
 
