@@ -148,15 +148,17 @@ __global__ void __launch_bounds__(block_threads) pointwise_kernel(const group_ar
 
 // Partial state of one reduction for a thread: sum, NaN-propagating max, or
 // Welford moments, combined across the block with CUB.
+template <class T>
 struct moments {
-  float count, mean, m2;
+  T count, mean, m2;
 };
 struct combine_moments {
-  __device__ moments operator()(const moments& x, const moments& y) const {
-    const float n = x.count + y.count;
-    if (n == 0.0f) return x;
-    const float d = y.mean - x.mean;
-    const float fy = y.count / n;
+  template <class T>
+  __device__ moments<T> operator()(const moments<T>& x, const moments<T>& y) const {
+    const T n = x.count + y.count;
+    if (n == T(0)) return x;
+    const T d = y.mean - x.mean;
+    const T fy = y.count / n;
     return {n, x.mean + d * fy, x.m2 + y.m2 + d * d * x.count * fy};
   }
 };
@@ -182,10 +184,11 @@ __device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx
   constexpr int ri = Q::red_index(M);
   constexpr bool fp = is_floating(DU);
   using acc_t = std::conditional_t<fp, std::conditional_t<DU == dtype::f64, double, float>, long long>;
+  using mom_t = std::conditional_t<DU == dtype::f64, double, float>;
   vt<DU> v[W];
   acc_t s = 0;
   acc_t mx = fp ? static_cast<acc_t>(-INFINITY) : static_cast<acc_t>(DU == dtype::i32 ? -2147483647LL - 1 : DU == dtype::b8 ? 0 : (-9223372036854775807LL - 1));
-  moments mo{0.0f, 0.0f, 0.0f};
+  moments<mom_t> mo{0, 0, 0};
   for (idx_t c0 = static_cast<idx_t>(threadIdx.x) * W; c0 < L; c0 += static_cast<idx_t>(blockDim.x) * W) {
     idx[rd - 1] = c0;
     const int n = static_cast<int>(L - c0 < W ? L - c0 : W);
@@ -197,9 +200,9 @@ __device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx
       } else if constexpr (K == op_kind::amax) {
         mx = nan_max_op{}(mx, static_cast<acc_t>(v[l]));
       } else {
-        const float x = static_cast<float>(v[l]);
-        mo.count += 1.0f;
-        const float d = x - mo.mean;
+        const mom_t x = static_cast<mom_t>(v[l]);
+        mo.count += 1;
+        const mom_t d = x - mo.mean;
         mo.mean += d / mo.count;
         mo.m2 += d * (x - mo.mean);
       }
@@ -224,8 +227,8 @@ __device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx
       else result_i = codegen::to_dtype<DM>(t);
     }
   } else {
-    using BR = cub::BlockReduce<moments, block_threads>;
-    const moments t = BR(*static_cast<typename BR::TempStorage*>(smem)).Reduce(mo, combine_moments{});
+    using BR = cub::BlockReduce<moments<mom_t>, block_threads>;
+    const moments<mom_t> t = BR(*static_cast<typename BR::TempStorage*>(smem)).Reduce(mo, combine_moments{});
     if (threadIdx.x == 0) {
       const double r = (Q::flag(M) & 2) ? (L > 0 ? static_cast<double>(t.mean) : NAN)
                                          : static_cast<double>(t.m2) / (static_cast<double>(L) - Q::value(M));
@@ -240,7 +243,7 @@ __device__ void reduce_row(const Ctx& cx, reduction_values<C, 1>& rv, idx_t* idx
 
 template <class C>
 FUSEX_HD constexpr std::size_t reduce_temp_bytes() {
-  std::size_t b = sizeof(typename cub::BlockReduce<moments, block_threads>::TempStorage);
+  std::size_t b = sizeof(typename cub::BlockReduce<moments<double>, block_threads>::TempStorage);
   const std::size_t d = sizeof(typename cub::BlockReduce<double, block_threads>::TempStorage);
   const std::size_t l = sizeof(typename cub::BlockReduce<long long, block_threads>::TempStorage);
   b = b > d ? b : d;
@@ -780,9 +783,12 @@ void run_group_cuda(const std::vector<exec::location>& loc, const Args& args, co
     static_assert(has_run_cuda<claimant>::value,
                   "fusex::cuda_stream: a claimed op's executor has no run_cuda(const fusex::claimed_call&, cudaStream_t)");
     const auto& g = PL::graph;
-    bound_arg in[8];
+    bound_arg in[max_claimed_operands];
     const int nin = g.nodes[node].nargs;
-    for (int k = 0; k < nin && k < 8; ++k) {
+    if (nin > max_claimed_operands)
+      throw argument_error(std::string("fusex: a claimed ") + name(g.nodes[node].op) + " has " + std::to_string(nin) +
+                           " operands; claimed ops take at most 16");
+    for (int k = 0; k < nin; ++k) {
       const int u = g.operand(node, k);
       in[k].kind = arg_kind::tensor;
       in[k].dt = loc[u].dt;

@@ -361,9 +361,12 @@ void run_group_host(const std::vector<location>& loc, const Args& args, const Ou
     static_assert(has_run_host<claimant>::value,
                   "fusex::host: a claimed op's executor has no run_host(const fusex::claimed_call&)");
     const auto& g = P::graph;
-    bound_arg in[8];
+    bound_arg in[max_claimed_operands];
     const int nin = g.nodes[node].nargs;
-    for (int k = 0; k < nin && k < 8; ++k) {
+    if (nin > max_claimed_operands)
+      throw argument_error(std::string("fusex: a claimed ") + name(g.nodes[node].op) + " has " + std::to_string(nin) +
+                           " operands; claimed ops take at most 16");
+    for (int k = 0; k < nin; ++k) {
       const int u = g.operand(node, k);
       const location& l = loc[u];
       in[k].kind = arg_kind::tensor;

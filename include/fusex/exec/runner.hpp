@@ -12,6 +12,8 @@
 
 namespace fusex {
 
+inline constexpr int max_claimed_operands = 16;
+
 // One node of a claimed group, as a user executor receives it.
 struct claimed_call {
   const node* n = nullptr;  // the claimed node (op, axis, parameters)
