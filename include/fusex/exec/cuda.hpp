@@ -782,35 +782,8 @@ void run_group_cuda(const std::vector<exec::location>& loc, const Args& args, co
     using claimant = typename PL::claimants::template at<executor>;
     static_assert(has_run_cuda<claimant>::value,
                   "fusex::cuda_stream: a claimed op's executor has no run_cuda(const fusex::claimed_call&, cudaStream_t)");
-    const auto& g = PL::graph;
-    bound_arg in[max_claimed_operands];
-    const int nin = g.nodes[node].nargs;
-    if (nin > max_claimed_operands)
-      throw argument_error(std::string("fusex: a claimed ") + name(g.nodes[node].op) + " has " + std::to_string(nin) +
-                           " operands; claimed ops take at most 16");
-    for (int k = 0; k < nin; ++k) {
-      const int u = g.operand(node, k);
-      in[k].kind = arg_kind::tensor;
-      in[k].dt = loc[u].dt;
-      in[k].rank = loc[u].rank;
-      in[k].data = loc[u].data;
-      for (int i = 0; i < loc[u].rank; ++i) {
-        in[k].ext[i] = env.extent(u, i);
-        in[k].str[i] = loc[u].str[i];
-      }
-    }
-    claimed_call call;
-    call.n = &g.nodes[node];
-    call.in = in;
-    call.nin = nin;
-    call.out.kind = arg_kind::tensor;
-    call.out.dt = g.nodes[node].dt;
-    call.out.rank = g.nodes[node].rank;
-    call.out.data = ga.out[0];
-    for (int i = 0; i < call.out.rank; ++i) {
-      call.out.ext[i] = env.extent(node, i);
-      call.out.str[i] = ga.out_str[0][i];
-    }
+    exec::claimed_operands ops;
+    const claimed_call call = exec::claimed_call_of(PL::graph, node, loc, env, ga.out[0], ga.out_str[0], ops);
     claimant::run_cuda(call, stream);
     FUSEX_CUDA_CHECK(cudaGetLastError(), where.c_str());
     for (int w = 1; w < Q::nwrites(); ++w) {

@@ -360,36 +360,8 @@ void run_group_host(const std::vector<location>& loc, const Args& args, const Ou
     using claimant = typename P::claimants::template at<executor>;
     static_assert(has_run_host<claimant>::value,
                   "fusex::host: a claimed op's executor has no run_host(const fusex::claimed_call&)");
-    const auto& g = P::graph;
-    bound_arg in[max_claimed_operands];
-    const int nin = g.nodes[node].nargs;
-    if (nin > max_claimed_operands)
-      throw argument_error(std::string("fusex: a claimed ") + name(g.nodes[node].op) + " has " + std::to_string(nin) +
-                           " operands; claimed ops take at most 16");
-    for (int k = 0; k < nin; ++k) {
-      const int u = g.operand(node, k);
-      const location& l = loc[u];
-      in[k].kind = arg_kind::tensor;
-      in[k].dt = l.dt;
-      in[k].rank = l.rank;
-      in[k].data = l.data;
-      for (int i = 0; i < l.rank; ++i) {
-        in[k].ext[i] = env.extent(u, i);
-        in[k].str[i] = l.str[i];
-      }
-    }
-    claimed_call call;
-    call.n = &g.nodes[node];
-    call.in = in;
-    call.nin = nin;
-    call.out.kind = arg_kind::tensor;
-    call.out.dt = g.nodes[node].dt;
-    call.out.rank = g.nodes[node].rank;
-    call.out.data = ga.out[0];
-    for (int i = 0; i < call.out.rank; ++i) {
-      call.out.ext[i] = env.extent(node, i);
-      call.out.str[i] = ga.out_str[0][i];
-    }
+    claimed_operands ops;
+    const claimed_call call = claimed_call_of(P::graph, node, loc, env, ga.out[0], ga.out_str[0], ops);
     claimant::run_host(call);
     // a claimed node returned more than once is copied to its other slots
     for (int w = 1; w < codegen::prog<C>::nwrites(); ++w) {

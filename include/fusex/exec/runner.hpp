@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "../codegen/eval.hpp"
@@ -100,6 +101,46 @@ codegen::group_args<typename codegen::group_code<P, G>::type> group_arguments(
   for (int s = 0; s < Q::nexprs(); ++s) a.ext[s] = env[Q::expr_id(s)];
   for (int s = 0; s < Q::nscalars(); ++s) a.scal[s] = args[Q::scalar_arg(s)].scalar;
   return a;
+}
+
+struct claimed_operands {
+  bound_arg in[max_claimed_operands];
+};
+
+// The call a claimed node's executor receives: its operands where they live
+// and its output, with run-time extents. `ops` holds the operand array.
+template <graph_sizes S>
+claimed_call claimed_call_of(const graph<S>& g, int node, const std::vector<location>& loc, const shape_env<S>& env,
+                             void* out, const idx_t* out_str, claimed_operands& ops) {
+  const int nin = g.nodes[node].nargs;
+  if (nin > max_claimed_operands)
+    throw argument_error(std::string("fusex: a claimed ") + name(g.nodes[node].op) + " has " + std::to_string(nin) +
+                         " operands; claimed ops take at most " + std::to_string(max_claimed_operands));
+  for (int k = 0; k < nin; ++k) {
+    const int u = g.operand(node, k);
+    bound_arg& b = ops.in[k];
+    b.kind = arg_kind::tensor;
+    b.dt = loc[u].dt;
+    b.rank = loc[u].rank;
+    b.data = loc[u].data;
+    for (int i = 0; i < loc[u].rank; ++i) {
+      b.ext[i] = env.extent(u, i);
+      b.str[i] = loc[u].str[i];
+    }
+  }
+  claimed_call call;
+  call.n = &g.nodes[node];
+  call.in = ops.in;
+  call.nin = nin;
+  call.out.kind = arg_kind::tensor;
+  call.out.dt = g.nodes[node].dt;
+  call.out.rank = g.nodes[node].rank;
+  call.out.data = out;
+  for (int i = 0; i < call.out.rank; ++i) {
+    call.out.ext[i] = env.extent(node, i);
+    call.out.str[i] = out_str[i];
+  }
+  return call;
 }
 
 }  // namespace detail::exec

@@ -29,37 +29,34 @@ typename host_result<X>::type allocate_result(const shape_env<S>& env, int node)
 }
 }  // namespace detail
 
-template <program_like P, class Exec, class... A>
-auto evaluate(P p, Exec exec, const A&... a) {
+namespace detail {
+// Runs `runnable` (a program or a plan of P) into freshly allocated host
+// outputs and returns them.
+template <class P, class Runnable, class Exec, class... A>
+auto evaluate_into_new(Runnable runnable, Exec exec, const A&... a) {
   const auto in = inputs(a...);
-  const auto args = bind_args(p, in);
+  const auto args = bind_args(P{}, in);
   const auto env = check_inputs(P::graph, args.data());
-  return [&]<class... X>(detail::type_list<X...>) {
+  return [&]<class... X>(type_list<X...>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      std::tuple<typename detail::host_result<X>::type...> res{
-          detail::allocate_result<X>(env, P::graph.outputs[I])...};
-      run(p, exec, in, std::apply([](auto&... r) { return outputs(r...); }, res));
+      std::tuple<typename host_result<X>::type...> res{allocate_result<X>(env, P::graph.outputs[I])...};
+      run(runnable, exec, in, std::apply([](auto&... r) { return outputs(r...); }, res));
       if constexpr (sizeof...(X) == 1) return std::move(std::get<0>(res));
       else return res;
     }(std::index_sequence_for<X...>{});
   }(result_types<P>{});
 }
+}  // namespace detail
+
+template <program_like P, class Exec, class... A>
+auto evaluate(P p, Exec exec, const A&... a) {
+  return detail::evaluate_into_new<P>(p, exec, a...);
+}
 
 // The same for a plan: evaluate(plan, fusex::host{}, x, dy).
 template <class P, class Policy, class Exec, class... A>
 auto evaluate(plan<P, Policy> pl, Exec exec, const A&... a) {
-  const auto in = inputs(a...);
-  const auto args = bind_args(P{}, in);
-  const auto env = check_inputs(P::graph, args.data());
-  return [&]<class... X>(detail::type_list<X...>) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      std::tuple<typename detail::host_result<X>::type...> res{
-          detail::allocate_result<X>(env, P::graph.outputs[I])...};
-      run(pl, exec, in, std::apply([](auto&... r) { return outputs(r...); }, res));
-      if constexpr (sizeof...(X) == 1) return std::move(std::get<0>(res));
-      else return res;
-    }(std::index_sequence_for<X...>{});
-  }(result_types<P>{});
+  return detail::evaluate_into_new<P>(pl, exec, a...);
 }
 
 }  // namespace fusex
