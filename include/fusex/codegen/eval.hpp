@@ -256,6 +256,24 @@ FUSEX_HD inline void remap_by_lane(const Ctx& cx, const idx_t* idx, idx_t ls, in
   }
 }
 
+// Lanes l in [0, n) sit at p0 + l * ls along the lane axis (ls >= 1 here).
+// The first lane at or after position t, clamped to [0, n].
+FUSEX_HD inline int first_lane_at(idx_t p0, idx_t ls, int n, idx_t t) {
+  if (t <= p0) return 0;
+  const idx_t l = (t - p0 + ls - 1) / ls;
+  return l < n ? static_cast<int>(l) : n;
+}
+
+// Evaluates operand U at iu for lanes [lo, hi) of the caller and stores them
+// at out[lo, hi): one segment of a run of lanes split at a boundary.
+template <class C, int M, int U, int W, int LA, class Ctx>
+FUSEX_HD inline void eval_segment(const Ctx& cx, const idx_t* iu, idx_t ls, int lo, int hi,
+                                  vt<prog<C>::dt(M)>* out) {
+  vt<prog<C>::dt(U)> tmp[W];
+  eval<C, U, W, LA>(cx, iu, ls, hi - lo, tmp);
+  for (int l = lo; l < hi; ++l) out[l] = to_dtype<prog<C>::dt(M)>(tmp[l - lo]);
+}
+
 template <class C, int M, int W, int LA, class Ctx>
 FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>::dt(M)>* out) {
   using P = prog<C>;
@@ -263,31 +281,31 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
   constexpr dtype D = P::dt(M);
   constexpr int r = P::rank(M);
   const idx_t* ext = cx.a->ext;
+  // lanes past n repeat the last one (they are computed but never stored)
+  auto pad_tail = [&] {
+    for (int l = n; l < W; ++l) out[l] = out[n - 1];
+  };
   if constexpr (K == op_kind::cat) {
     constexpr int a = P::axis(M);
+    const idx_t p0 = idx[a];
+    const idx_t step = a == LA ? ls : 0;  // lanes move along the cat axis only if it is the lane axis
+    const idx_t p_last = p0 + (n - 1) * step;
     idx_t off = 0;
-    bool done = false;
     static_for<P::nops(M)>([&](auto kk) {
       constexpr int k = decltype(kk)::value;
       constexpr int U = P::operand(M, k);
-      if (done) return;
       const idx_t e = ext[P::shape(U, a)];
-      const idx_t j = idx[a] - off;
-      if (j < e) {
-        if (a != LA || j + (n - 1) * ls < e) {
-          idx_t iu[r];
-          for (int d = 0; d < r; ++d) iu[d] = idx[d];
-          iu[a] = j;
-          vt<P::dt(U)> tmp[W];
-          eval<C, U, W, LA>(cx, iu, ls, n, tmp);
-          for (int l = 0; l < W; ++l) out[l] = to_dtype<D>(tmp[l]);
-        } else {
-          remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
-        }
-        done = true;
+      if (p_last >= off && p0 < off + e) {  // some lanes fall in this operand
+        const int lo = step > 0 ? first_lane_at(p0, step, n, off) : 0;
+        const int hi = step > 0 ? first_lane_at(p0, step, n, off + e) : n;
+        idx_t iu[r];
+        for (int d = 0; d < r; ++d) iu[d] = idx[d];
+        iu[a] = p0 + lo * step - off;
+        eval_segment<C, M, U, W, LA>(cx, iu, ls, lo, hi, out);
       }
       off += e;
     });
+    pad_tail();
   } else {
     constexpr int U = P::operand(M, 0);
     constexpr int ru = P::rank(U);
@@ -329,38 +347,47 @@ FUSEX_HD void remap(const Ctx& cx, const idx_t* idx, idx_t ls, int n, vt<prog<C>
     } else if constexpr (K == op_kind::pad) {
       constexpr int a = P::axis(M);
       const idx_t low = ext[P::iparam(M, 0)], e = ext[P::shape(U, a)];
-      const idx_t j = idx[a] - low;
       const vt<D> fill = to_dtype<D>(P::value(M));
-      const idx_t jl = a == LA ? j + (n - 1) * ls : j;
-      if (j >= 0 && jl < e) {
+      const idx_t p0 = idx[a];
+      const idx_t step = a == LA ? ls : 0;
+      // lanes in [lo, hi) read the operand; the others are padding
+      const int lo = step > 0 ? first_lane_at(p0, step, n, low) : (p0 >= low ? 0 : n);
+      const int hi = step > 0 ? first_lane_at(p0, step, n, low + e) : (p0 < low + e ? n : 0);
+      for (int l = 0; l < n; ++l) out[l] = fill;
+      if (hi > lo) {
         for (int d = 0; d < r; ++d) iu[d] = idx[d];
-        iu[a] = j;
-        eval<C, U, W, LA>(cx, iu, ls, n, tmp);
-        finish();
-      } else if (a != LA || jl < 0 || j >= e) {
-        for (int l = 0; l < W; ++l) out[l] = fill;
-      } else {
-        remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
+        iu[a] = p0 + lo * step - low;
+        eval_segment<C, M, U, W, LA>(cx, iu, ls, lo, hi, out);
       }
+      pad_tail();
     } else if constexpr (K == op_kind::reshape) {
-      // row-major linear index through M's extents, back through U's. Lanes
-      // along M's last axis are consecutive linear indices: they stay lanes
-      // along U's last axis unless they cross one of U's rows.
+      // Row-major linear index through M's extents, back through U's. Lanes
+      // along M's last axis are consecutive linear indices: split them where
+      // they cross one of U's rows, each part a run along U's last axis.
       idx_t lin = 0;
       for (int d = 0; d < r; ++d) lin = lin * ext[P::shape(M, d)] + idx[d];
-      bool lanes = n == 1;
-      if constexpr (r > 0 && ru > 0 && LA == r - 1) {
-        const idx_t eu = ext[P::shape(U, ru - 1)];
-        lanes = lanes || (eu > 0 && lin / eu == (lin + (n - 1) * ls) / eu);
-      }
-      if (lanes) {
+      auto unflatten = [&](idx_t li) {
         for (int d = ru - 1; d >= 0; --d) {
           const idx_t e = ext[P::shape(U, d)];
-          iu[d] = e > 0 ? lin % e : 0;
-          lin = e > 0 ? lin / e : 0;
+          iu[d] = e > 0 ? li % e : 0;
+          li = e > 0 ? li / e : 0;
         }
-        if constexpr (r > 0 && ru > 0 && LA == r - 1) eval<C, U, W, ru - 1>(cx, iu, n == 1 ? 0 : ls, n, tmp);
-        else eval_splat<C, U, W>(cx, iu, tmp);
+      };
+      if constexpr (r > 0 && ru > 0 && LA == r - 1) {
+        const idx_t eu = ext[P::shape(U, ru - 1)];
+        const idx_t step = n == 1 ? 0 : ls;
+        int lo = 0;
+        while (lo < n) {
+          const idx_t li = lin + lo * step;
+          const int hi = step > 0 && eu > 0 ? first_lane_at(lin, step, n, (li / eu + 1) * eu) : n;
+          unflatten(li);
+          eval_segment<C, M, U, W, ru - 1>(cx, iu, step, lo, hi, out);
+          lo = hi;
+        }
+        pad_tail();
+      } else if (n == 1 || LA < 0) {
+        unflatten(lin);
+        eval_splat<C, U, W>(cx, iu, tmp);
         finish();
       } else {
         remap_by_lane<C, M, W, LA>(cx, idx, ls, n, out);
