@@ -11,6 +11,43 @@ namespace seed {
 
 namespace fx = fusex;
 
+// The RoPE backward as Thunder derives it from the forward's prims: each
+// slice's VJP is a pad, the cat's VJP slices, and the pieces add up
+// (fusex::ops::apply_rope_backward is the hand-derived, pad-free form).
+template <class T, int R, class CS>
+constexpr fx::tensor<T, R> rope_backward_from_prims(fx::tensor<T, R> dy, fx::tensor<CS, 2> cos, fx::tensor<CS, 2> sin,
+                                                    fx::index n_elem) {
+  auto like = [&](fx::tensor<CS, 2> cs) {
+    fx::index shape[R];
+    for (int i = 0; i < R; ++i) shape[i] = i == R - 2 ? cs.extent(0) : i == R - 1 ? cs.extent(1) : fx::index(1);
+    return fx::convert<T>(fx::broadcast_in_dim<R - 2, R - 1>(cs, shape));
+  };
+  auto dr = fx::slice<R - 1>(dy, 0, n_elem);
+  auto direct = dr * like(cos);
+  auto drot = dr * like(sin);
+  const fx::index half = n_elem / 2, rest = n_elem - n_elem / 2;
+  // rotated = cat(-x2, x1): its first half flows to x2 (negated), its second to x1
+  auto dx1 = fx::pad<R - 1>(fx::slice<R - 1>(drot, half, n_elem), 0, rest);
+  auto dx2 = fx::pad<R - 1>(-fx::slice<R - 1>(drot, 0, half), half, 0);
+  auto dxr = direct + dx1 + dx2;
+  return fx::cat<R - 1>(dxr, fx::slice<R - 1>(dy, n_elem, dy.extent(R - 1)));
+}
+
+// dq (B, n_head, T, hs), dk, dv (B, n_query_groups, T, hs) -> dqkv (B, T, C).
+template <class T, class CS>
+constexpr fx::tensor<T, 3> qkv_backward_from_prims(fx::tensor<T, 4> dq, fx::tensor<T, 4> dk, fx::tensor<T, 4> dv,
+                                                   fx::tensor<CS, 2> cos, fx::tensor<CS, 2> sin,
+                                                   const fx::ops::rope_config& c) {
+  const fx::index B = dq.extent(0), Tn = dq.extent(2);
+  const fx::index q_per_kv = c.n_head / c.n_query_groups;
+  auto q5 = fx::reshape(rope_backward_from_prims(dq, cos, sin, c.n_elem), {B, c.n_query_groups, q_per_kv, Tn, c.head_size});
+  auto k5 = fx::unsqueeze<2>(rope_backward_from_prims(dk, cos, sin, c.n_elem));
+  auto v5 = fx::unsqueeze<2>(dv);
+  auto t = fx::cat<2>(q5, k5, v5);         // (B, G, q_per_kv + 2, T, hs)
+  auto x = fx::permute<0, 3, 1, 2, 4>(t);  // (B, T, G, q_per_kv + 2, hs)
+  return fx::reshape(x, {B, Tn, c.n_query_groups * (q_per_kv + 2) * c.head_size});
+}
+
 // dGeLU, exact erf form, bf16 in and out, as Thunder decomposes it.
 inline constexpr auto dgelu = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 2> dy) {
   return fx::ops::gelu_backward(x, dy);
@@ -24,12 +61,13 @@ inline constexpr auto rope_forward = fx::trace([](fx::tensor<fx::bf16, 3> qkv, f
   return fx::ops::qkv_split_rope<true>(qkv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
 });
 
-// Its backward: dq (B, n_head, T, hs), dk, dv (B, n_query_groups, T, hs) -> dqkv.
+// Its backward from prims (slice, pad, cat, add, reshape): dq (B, n_head, T, hs),
+// dk, dv (B, n_query_groups, T, hs) -> dqkv.
 inline constexpr auto rope_backward = fx::trace(
     [](fx::tensor<fx::bf16, 4> dq, fx::tensor<fx::bf16, 4> dk, fx::tensor<fx::bf16, 4> dv, fx::tensor<fx::bf16, 2> cos,
        fx::tensor<fx::bf16, 2> sin, fx::index n_head, fx::index n_query_groups, fx::index head_size,
        fx::index n_elem) {
-      return fx::ops::qkv_split_rope_backward(dq, dk, dv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
+      return qkv_backward_from_prims(dq, dk, dv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
     });
 
 // LayerNorm forward (var_mean, normalise, affine), bf16 in and out.
@@ -51,7 +89,7 @@ inline constexpr auto parallel_residual_backward = fx::trace(
       auto d_fc = fx::ops::gelu_backward(fc, d_act);   // (N, I)
       auto d_mlp = fx::matmul(d_fc, w_fc);             // (N, C)
       // attention branch: the RoPE backward's cat, then the qkv projection
-      auto dqkv = fx::ops::qkv_split_rope_backward(dq, dk, dv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
+      auto dqkv = qkv_backward_from_prims(dq, dk, dv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
       auto d2 = fx::reshape(dqkv, {dqkv.extent<0>() * dqkv.extent<1>(), dqkv.extent<2>()});
       auto d_attn = fx::matmul(d2, w_attn);            // (N, C)
       auto dx = fx::convert<float>(dy) + fx::convert<float>(d_mlp) + fx::convert<float>(d_attn);

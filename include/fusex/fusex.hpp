@@ -16,6 +16,7 @@
 #include "capture/reduce.hpp"
 #include "capture/matmul.hpp"
 #include "capture/source.hpp"
+#include "capture/dynamic.hpp"
 #include "capture/trace.hpp"
 #include "capture/print.hpp"
 
@@ -37,3 +38,6 @@
 #include "ops/gelu.hpp"
 #include "ops/layer_norm.hpp"
 #include "ops/rope.hpp"
+#include "ops/swiglu.hpp"
+
+#include "autodiff/vjp.hpp"

@@ -26,6 +26,7 @@ struct builder {
   std::vector<std::int32_t> parent;  // union-find over exprs
   std::vector<std::int32_t> outputs;
   std::vector<arg_info> params;
+  std::vector<region> regions;
 
   constexpr bool is_const(std::int32_t e) const { return exprs[e].kind == expr_kind::constant; }
   constexpr bool is_const(std::int32_t e, std::int64_t v) const {
@@ -72,6 +73,17 @@ struct builder {
       case expr_kind::sub:
         if (is_const(b, 0)) return a;
         if (a == b) return constant(0);
+        // (x + y) - x == y: the extent of a slice [x, x + y) is y.
+        if (exprs[a].kind == expr_kind::add && exprs[a].a == b) return exprs[a].b;
+        if (exprs[a].kind == expr_kind::add && exprs[a].b == b) return exprs[a].a;
+        // (x + y) - (x + z) == y - z: adjacent slices of one split
+        if (exprs[a].kind == expr_kind::add && exprs[b].kind == expr_kind::add) {
+          const std::int32_t p = exprs[a].a, q = exprs[a].b, u = exprs[b].a, w = exprs[b].b;
+          if (p == u) return binary(expr_kind::sub, q, w);
+          if (p == w) return binary(expr_kind::sub, q, u);
+          if (q == u) return binary(expr_kind::sub, p, w);
+          if (q == w) return binary(expr_kind::sub, p, u);
+        }
         break;
       case expr_kind::mul:
         if (is_const(a, 1)) return b;
@@ -159,11 +171,27 @@ struct builder {
     for (auto& o : outputs) o = renum[o];
     for (auto& p : params)
       if (p.node >= 0) p.node = renum[p.node];
+    // A region survives only whole.
+    std::vector<region> kept_regions;
+    for (region r : regions) {
+      bool whole = true;
+      auto move = [&](std::int32_t* ids, int count) {
+        for (int k = 0; k < count; ++k) {
+          if (ids[k] >= 0) ids[k] = renum[ids[k]];
+          whole = whole && ids[k] >= 0;
+        }
+      };
+      move(r.in, r.nin);
+      move(r.out, r.nout);
+      move(r.save, r.nsave);
+      if (whole) kept_regions.push_back(r);
+    }
+    regions = kept_regions;
   }
 
   constexpr graph_sizes sizes() const {
     return {static_cast<int>(nodes.size()), static_cast<int>(args.size()), static_cast<int>(exprs.size()),
-            static_cast<int>(outputs.size()), static_cast<int>(params.size())};
+            static_cast<int>(outputs.size()), static_cast<int>(params.size()), static_cast<int>(regions.size())};
   }
 
   template <graph_sizes S>
@@ -177,6 +205,7 @@ struct builder {
     }
     for (int i = 0; i < S.outputs; ++i) g.outputs[i] = outputs[i];
     for (int i = 0; i < S.params; ++i) g.params[i] = params[i];
+    for (int i = 0; i < S.regions; ++i) g.regions[i] = regions[i];
     return g;
   }
 };

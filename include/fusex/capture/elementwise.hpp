@@ -6,44 +6,12 @@
 
 #include <type_traits>
 
+#include "emit.hpp"
 #include "tensor.hpp"
 
 namespace fusex {
 
 namespace detail {
-
-// Result extents of an elementwise op: per axis, the first extent that is
-// not statically 1; the others must equal it at run time.
-constexpr void broadcast_extents(builder& b, const std::int32_t* ids, int n, int rank, std::int32_t* out) {
-  for (int axis = 0; axis < rank; ++axis) {
-    std::int32_t e = -1;
-    for (int k = 0; k < n; ++k) {
-      const node& x = b.nodes[ids[k]];
-      if (x.rank == 0) continue;
-      const std::int32_t ek = x.shape[axis];
-      if (e == -1 || b.is_const(e, 1)) e = ek;
-      else if (ek != e && !b.is_const(ek, 1)) b.unify(e, ek);
-    }
-    out[axis] = e;
-  }
-}
-
-constexpr std::int32_t elementwise(builder& b, op_kind k, dtype out, int rank, const std::int32_t* ids, int n) {
-  node nd;
-  nd.op = k;
-  nd.dt = out;
-  nd.rank = static_cast<std::int8_t>(rank);
-  broadcast_extents(b, ids, n, rank, nd.shape);
-  return b.add(nd, ids, n);
-}
-
-constexpr std::int32_t constant_node(builder& b, dtype dt, double v) {
-  node nd;
-  nd.op = op_kind::constant;
-  nd.dt = dt;
-  nd.value = v;
-  return b.add(nd, nullptr, 0);
-}
 
 template <class T>
 using element_of = typename T::value_type;

@@ -56,8 +56,40 @@ struct arg_info {
   std::int32_t node = -1;  // tensor / scalar: its source node
 };
 
+// A composite op (gelu, layer_norm, ...) as recorded around the prims it
+// emitted. Execution ignores it; autodiff uses it to apply the op's
+// hand-derived backward instead of differentiating the prims one by one.
+enum class composite : std::uint8_t { gelu, gelu_tanh, layer_norm, rms_norm, rope, qkv_rope, silu, swiglu };
+
+constexpr const char* name(composite c) {
+  switch (c) {
+    case composite::gelu: return "gelu";
+    case composite::gelu_tanh: return "gelu_tanh";
+    case composite::layer_norm: return "layer_norm";
+    case composite::rms_norm: return "rms_norm";
+    case composite::rope: return "rope";
+    case composite::qkv_rope: return "qkv_split_rope";
+    case composite::silu: return "silu";
+    case composite::swiglu: return "swiglu";
+  }
+  return "?";
+}
+
+struct region {
+  static constexpr int max_in = 4, max_out = 3, max_save = 2, max_iparam = 4;
+  composite kind = composite::gelu;
+  std::int8_t nin = 0, nout = 0, nsave = 0;
+  std::int8_t flag = 0;  // qkv_rope: k and v expanded to n_head heads
+  std::int32_t in[max_in] = {-1, -1, -1, -1};
+  std::int32_t out[max_out] = {-1, -1, -1};
+  std::int32_t save[max_save] = {-1, -1};  // values the backward reads (saved, not recomputed)
+  std::int32_t iparam[max_iparam] = {-1, -1, -1, -1};  // index expressions (rope: n_elem, ...)
+
+  friend constexpr bool operator==(const region&, const region&) = default;
+};
+
 struct graph_sizes {
-  int nodes = 0, args = 0, exprs = 0, outputs = 0, params = 0;
+  int nodes = 0, args = 0, exprs = 0, outputs = 0, params = 0, regions = 0;
   friend constexpr bool operator==(const graph_sizes&, const graph_sizes&) = default;
 };
 
@@ -78,6 +110,7 @@ struct graph {
   std::int32_t eclass[detail::at_least_one(S.exprs)] = {};
   std::int32_t outputs[detail::at_least_one(S.outputs)] = {};
   arg_info params[detail::at_least_one(S.params)] = {};
+  region regions[detail::at_least_one(S.regions)] = {};
 
   constexpr int num_nodes() const { return S.nodes; }
   constexpr int num_exprs() const { return S.exprs; }

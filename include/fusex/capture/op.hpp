@@ -16,6 +16,7 @@ enum class op_kind : std::uint8_t {
   constant,      // compile-time scalar, rank 0
   full,          // tensor filled with a constant
   iota,          // start + i * step along one axis
+  index_value,   // a run-time index expression as a rank-0 value
   // dtype
   convert,
   // index remaps (gather-style: the output element reads one input element)
@@ -41,7 +42,7 @@ enum class op_kind : std::uint8_t {
 enum class op_category : std::uint8_t { source, elementwise, remap, reduction, opaque };
 
 FUSEX_HD constexpr op_category category(op_kind k) {
-  if (k <= op_kind::iota) return op_category::source;
+  if (k <= op_kind::index_value) return op_category::source;
   if (k == op_kind::convert) return op_category::elementwise;
   if (k <= op_kind::cat) return op_category::remap;
   if (k <= op_kind::where) return op_category::elementwise;
@@ -62,6 +63,7 @@ constexpr const char* name(op_kind k) {
     case op_kind::constant: return "constant";
     case op_kind::full: return "full";
     case op_kind::iota: return "iota";
+    case op_kind::index_value: return "index_value";
     case op_kind::convert: return "convert_element_type";
     case op_kind::broadcast_in_dim: return "broadcast_in_dim";
     case op_kind::reshape: return "reshape";

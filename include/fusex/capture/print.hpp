@@ -77,6 +77,7 @@ std::string node_string(const graph<S>& g, int id) {
       attr("start=" + format_double(n.value));
       attr("step=" + format_double(n.value2));
       break;
+    case op_kind::index_value: attr(expr_string(g, n.iparam[0])); break;
     case op_kind::broadcast_in_dim: axes("dims", g.nodes[g.operand(id, 0)].rank); break;
     case op_kind::permute: axes("perm", n.rank); break;
     case op_kind::slice:

@@ -3,6 +3,7 @@
 // or kept with extent 1 when `fusex::keepdim` is passed, so the result
 // broadcasts back over the rows it summarises.
 
+#include "emit.hpp"
 #include "tensor.hpp"
 
 namespace fusex {
@@ -11,27 +12,6 @@ struct keepdim_t {};
 inline constexpr keepdim_t keepdim{};
 
 namespace detail {
-template <int RO, class T, int R>
-constexpr std::int32_t reduction_node(tensor<T, R> x, op_kind k, dtype out, int axis, bool keep, int flag_bits = 0,
-                                      double value = 0) {
-  builder& b = *x.b_;
-  node nd;
-  nd.op = k;
-  nd.dt = out;
-  nd.rank = RO;
-  nd.axis = static_cast<std::int8_t>(axis);
-  nd.flag = static_cast<std::int8_t>((keep ? 1 : 0) | flag_bits);
-  nd.value = value;
-  for (int i = 0, j = 0; i < R; ++i) {
-    if (i == axis) {
-      if (keep) nd.shape[j++] = b.constant(1);
-    } else {
-      nd.shape[j++] = b.nodes[x.id_].shape[i];
-    }
-  }
-  const std::int32_t ids[1] = {x.id_};
-  return b.add(nd, ids, 1);
-}
 template <dtype D>
 constexpr dtype sum_dtype() {
   return (D == dtype::b8 || is_integral(D)) ? dtype::i64 : D;
@@ -44,14 +24,14 @@ constexpr dtype sum_dtype() {
     static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::" #fn ": reduction axis out of range");   \
     constexpr dtype out = out_dtype;                                                                         \
     return tensor<detail::type_of<out>, R - 1>{                                                              \
-        x.b_, detail::reduction_node<R - 1>(x, op_kind::kind, out, detail::normalize_axis<R>(Axis), false)}; \
+        x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::kind, out, detail::normalize_axis<R>(Axis), false)}; \
   }                                                                                                          \
   template <int Axis, class T, int R>                                                                        \
   constexpr auto fn(tensor<T, R> x, keepdim_t) {                                                             \
     static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::" #fn ": reduction axis out of range");   \
     constexpr dtype out = out_dtype;                                                                         \
     return tensor<detail::type_of<out>, R>{                                                                  \
-        x.b_, detail::reduction_node<R>(x, op_kind::kind, out, detail::normalize_axis<R>(Axis), true)};      \
+        x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::kind, out, detail::normalize_axis<R>(Axis), true)};      \
   }
 
 FUSEX_REDUCTION(sum, sum, detail::sum_dtype<dtype_v<T>>())
@@ -70,16 +50,16 @@ constexpr var_mean_result<T, R - 1> var_mean(tensor<T, R> x, double correction =
   static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::var_mean: reduction axis out of range");
   static_assert(is_floating(dtype_v<T>), "fusex::var_mean: operand must be floating point");
   constexpr int a = detail::normalize_axis<R>(Axis);
-  return {{x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, a, false, 0, correction)},
-          {x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, a, false, 2, correction)}};
+  return {{x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, a, false, 0, correction)},
+          {x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, a, false, 2, correction)}};
 }
 template <int Axis, class T, int R>
 constexpr var_mean_result<T, R> var_mean(tensor<T, R> x, double correction, keepdim_t) {
   static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::var_mean: reduction axis out of range");
   static_assert(is_floating(dtype_v<T>), "fusex::var_mean: operand must be floating point");
   constexpr int a = detail::normalize_axis<R>(Axis);
-  return {{x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, a, true, 0, correction)},
-          {x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, a, true, 2, correction)}};
+  return {{x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, a, true, 0, correction)},
+          {x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, a, true, 2, correction)}};
 }
 
 // mean along Axis: the mean output of var_mean on its own.
@@ -87,13 +67,13 @@ template <int Axis, class T, int R>
 constexpr tensor<T, R - 1> mean(tensor<T, R> x) {
   static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::mean: reduction axis out of range");
   static_assert(is_floating(dtype_v<T>), "fusex::mean: operand must be floating point");
-  return {x.b_, detail::reduction_node<R - 1>(x, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), false, 2, 0)};
+  return {x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), false, 2, 0)};
 }
 template <int Axis, class T, int R>
 constexpr tensor<T, R> mean(tensor<T, R> x, keepdim_t) {
   static_assert(R > 0 && detail::axis_in_range<R>(Axis), "fusex::mean: reduction axis out of range");
   static_assert(is_floating(dtype_v<T>), "fusex::mean: operand must be floating point");
-  return {x.b_, detail::reduction_node<R>(x, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), true, 2, 0)};
+  return {x.b_, detail::reduction_node(*x.b_, x.id_, op_kind::var_mean, dtype_v<T>, detail::normalize_axis<R>(Axis), true, 2, 0)};
 }
 
 }  // namespace fusex

@@ -20,13 +20,9 @@ constexpr builder* builder_of(const index (&shape)[R]) {
 
 template <class T, int R>
 constexpr tensor<T, R> full_node(builder& b, const index (&shape)[R], double value) {
-  node nd;
-  nd.op = op_kind::full;
-  nd.dt = dtype_v<T>;
-  nd.rank = R;
-  nd.value = value;
-  for (int i = 0; i < R; ++i) nd.shape[i] = shape[i].id_in(b);
-  return {&b, b.add(nd, nullptr, 0)};
+  std::int32_t ids[R > 0 ? R : 1] = {};
+  for (int i = 0; i < R; ++i) ids[i] = shape[i].id_in(b);
+  return {&b, full_node(b, dtype_v<T>, R, ids, value)};
 }
 }  // namespace detail
 
@@ -49,6 +45,15 @@ constexpr tensor<T, R> full_like(tensor<T, R> x, double value) {
     for (int i = 0; i < R; ++i) shape[i] = x.extent(i);
     return detail::full_node<T, R>(*x.b_, shape, value);
   }
+}
+
+// A run-time index (an extent, a parameter) as a rank-0 value of type T,
+// for arithmetic such as dividing by an extent. `like` is any handle of the
+// trace (a compile-time index has no trace of its own).
+template <class T, class X>
+constexpr tensor<T, 0> index_value(index n, const X& like) {
+  static_assert(is_element_type_v<T> && !std::is_same_v<T, bool>, "fusex::index_value: unsupported element type");
+  return {like.b_, detail::index_value_node(*like.b_, dtype_v<T>, n.id_in(*like.b_))};
 }
 
 // iota: [start, start + step, ...] with n elements, rank 1.

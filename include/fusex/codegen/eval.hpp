@@ -93,7 +93,7 @@ struct prog {
   FUSEX_HD static constexpr int read_node(int r) { return static_cast<int>(at(reads_base() + r)); }
   FUSEX_HD static constexpr bool is_leaf(int i) {
     const op_kind k = op(i);
-    return k == op_kind::input || k == op_kind::constant || k == op_kind::full || k == op_kind::iota ||
+    return k == op_kind::input || k == op_kind::constant || k == op_kind::full || k == op_kind::iota || k == op_kind::index_value ||
            k == op_kind::scalar_param || is_reduction(k);
   }
   // Compact index of reduction locals (their values live in the context).
@@ -433,6 +433,9 @@ FUSEX_HD inline void compute(const Ctx& cx, const idx_t* idx, idx_t ls, int n, S
     }
   } else if constexpr (K == op_kind::constant || K == op_kind::full) {
     const vt<D> v = to_dtype<D>(P::value(M));
+    for (int l = 0; l < W; ++l) o[l] = v;
+  } else if constexpr (K == op_kind::index_value) {
+    const vt<D> v = to_dtype<D>(static_cast<double>(cx.a->ext[P::iparam(M, 0)]));
     for (int l = 0; l < W; ++l) o[l] = v;
   } else if constexpr (K == op_kind::iota) {
     for (int l = 0; l < W; ++l) o[l] = to_dtype<D>(P::value(M) + static_cast<double>(idx[0] + l * ls) * P::value2(M));

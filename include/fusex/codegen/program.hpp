@@ -69,7 +69,8 @@ template <graph_sizes S>
 constexpr bool is_load(const graph<S>& g, const plan_data<S>& p, int gi, int u) {
   if (p.group_of[u] == gi) return false;
   const op_kind k = g.nodes[u].op;
-  return !(k == op_kind::constant || k == op_kind::full || k == op_kind::iota || k == op_kind::scalar_param);
+  return !(k == op_kind::constant || k == op_kind::full || k == op_kind::iota || k == op_kind::index_value ||
+           k == op_kind::scalar_param);
 }
 
 template <graph_sizes S>
@@ -228,11 +229,16 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
 template <std::int64_t... V>
 struct code {
   static constexpr std::int64_t data[] = {V...};
-  // Element i, without naming `data`: device code may only use host
-  // variables inside constant expressions, and this works in both.
+  // Element i. Device code may only read host variables inside constant
+  // expressions, so it indexes a local copy; host code reads `data`, since a
+  // local copy indexed at run time is rebuilt on the stack at every call.
   FUSEX_HD static constexpr std::int64_t at(int i) {
+#ifdef __CUDA_ARCH__
     constexpr std::int64_t a[] = {V...};
     return a[i];
+#else
+    return data[i];
+#endif
   }
 };
 

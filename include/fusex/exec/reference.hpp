@@ -221,6 +221,7 @@ class evaluator {
       case op_kind::full:
         for (index_t k = 0; k < out.size(); ++k) set_result(out, k, n.value);
         break;
+      case op_kind::index_value: set_result(out, 0, static_cast<double>(env_[n.iparam[0]])); break;
       case op_kind::iota:
         for (index_t k = 0; k < out.size(); ++k) set_result(out, k, n.value + static_cast<double>(k) * n.value2);
         break;

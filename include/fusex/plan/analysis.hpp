@@ -45,7 +45,7 @@ constexpr graph_ref ref(const graph<S>& g) {
 
 enum class nkind : std::uint8_t {
   memory,       // a tensor argument: read from memory
-  immediate,    // constants, scalars, full, iota: computed where used
+  immediate,    // constants, scalars, full, iota, index values: computed where used
   pointwise,    // elementwise and index remaps
   row_reduce,   // reduction over the innermost axis
   col_reduce,   // reduction over another axis

@@ -318,10 +318,11 @@ void check_node(const graph<S>& g, const shape_env<S>& env, int id) {
         case op_kind::broadcast_in_dim:
           for (int j = 0; j < g.nodes[a].rank; ++j) {
             const index_t ein = env.extent(a, j), eout = env.extent(id, n.map[j]);
-            if (ein != eout && ein != 1)
+            if (ein != eout && !g.is_const(g.nodes[a].shape[j], 1))
               throw shape_error(who + ": input extent " + std::to_string(ein) + " on axis " + std::to_string(j) +
                                 " cannot broadcast to " + std::to_string(eout) + " on output axis " +
-                                std::to_string(n.map[j]) + " (input " + env.dims(a) + ", output " + env.dims(id) + ")");
+                                std::to_string(n.map[j]) + " (input " + env.dims(a) + ", output " + env.dims(id) +
+                                "; only extents that are statically 1 broadcast)");
           }
           break;
         case op_kind::reshape:
@@ -434,6 +435,17 @@ shape_env<S> check_inputs(const graph<S>& g, const bound_arg* args) {
       detail::check_view(args[p], "fusex::run: argument " + std::to_string(p) + " (t" +
                                       std::to_string(g.params[p].node) + ")");
   shape_env<S> env(g, args);
+  // An argument declared with another value's extents (a cotangent, a saved
+  // value of a backward program) must have them.
+  for (int p = 0; p < S.params; ++p) {
+    const int n = g.params[p].node;
+    if (args[p].kind != arg_kind::tensor || n < 0) continue;
+    for (int i = 0; i < args[p].rank; ++i)
+      if (args[p].ext[i] != env.extent(n, i))
+        throw shape_error("fusex::run: argument " + std::to_string(p) + " (t" + std::to_string(n) +
+                          "): expected extents " + env.dims(n) + ", got " +
+                          detail::dims_string(args[p].ext, args[p].rank));
+  }
   for (int i = 0; i < S.nodes; ++i) detail::check_node(g, env, i);
   return env;
 }
