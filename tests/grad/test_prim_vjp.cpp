@@ -136,7 +136,7 @@ TEST_CASE("softmax and shared subexpressions", "[grad][prims]") {
 }
 
 TEST_CASE("arguments that no output depends on get zero gradients", "[grad][prims]") {
-  constexpr auto f = fx::trace([](fx::tensor<T, 2> x, fx::tensor<T, 2> unused) { return x * 3.0; });
+  constexpr auto f = fx::trace([](fx::tensor<T, 2> x, fx::tensor<T, 2> /*unused*/) { return x * 3.0; });
   const auto g = fxt::gradients(fx::vjp(f), fx::reference, std::tuple{rnd<2>({2, 3}), rnd<2>({4, 1})},
                                 std::tuple{rnd<2>({2, 3})});
   REQUIRE(std::get<1>(g).extent(0) == 4);

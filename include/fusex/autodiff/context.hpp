@@ -47,6 +47,12 @@ inline void fusex_error_vjp_broadcast_in_dim_extent_may_or_may_not_broadcast() {
 inline void fusex_error_vjp_program_has_more_than_64_arguments() {
   throw std::logic_error("fusex::vjp: program has more than 64 arguments");
 }
+inline void fusex_error_vjp_wrt_names_an_argument_the_program_does_not_have() {
+  throw std::logic_error("fusex::vjp: wrt names an argument the program does not have");
+}
+inline void fusex_error_vjp_wrt_names_an_argument_that_is_not_floating_point() {
+  throw std::logic_error("fusex::vjp: wrt names an argument that is not a floating-point tensor or scalar");
+}
 
 template <graph_sizes S>
 struct vjp_context {
@@ -64,6 +70,15 @@ struct vjp_context {
   constexpr explicit vjp_context(const graph<S>& g, vjp_options o)
       : f(g), opt(o), fwd_map(S.nodes, -1), cot(S.nodes, -1), needs(S.nodes, 0), keep(S.nodes, 0) {
     if (S.params > 64) fusex_error_vjp_program_has_more_than_64_arguments();
+    // An explicit wrt must name differentiable arguments; the default (all)
+    // skips the others.
+    if (o.wrt != vjp_options{}.wrt)
+      for (int p = 0; p < 64; ++p) {
+        if (!((o.wrt >> p) & 1)) continue;
+        if (p >= S.params) fusex_error_vjp_wrt_names_an_argument_the_program_does_not_have();
+        if (g.params[p].node < 0 || !is_floating(g.params[p].dt))
+          fusex_error_vjp_wrt_names_an_argument_that_is_not_floating_point();
+      }
     for (int e = 0; e < S.exprs; ++e) {
       b.exprs.push_back(g.exprs[e]);
       b.parent.push_back(g.eclass[e]);

@@ -69,6 +69,7 @@ void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
   const idx_t per_row = (last + W - 1) / W;
   const idx_t total = rows * per_row;
   const bool parallel = total > 64;
+  (void)parallel;  // used only by the pragma, which nvcc's front end does not see
   (void)threads;
 #pragma omp parallel for schedule(static) if (parallel) num_threads(threads > 0 ? threads : omp_default_threads())
   for (idx_t c = 0; c < total; ++c) {
