@@ -165,6 +165,13 @@ static_assert(fx::partition(rope_expand_grad.backward).kernels() == 2,
 static_assert(fx::partition(ln_grad.backward).kernels() <= 2, "layer_norm backward: at most 2 kernels");
 static_assert(ln_grad.num_saved == 2, "layer_norm saves mean and rstd");
 static_assert(fx::partition(rms_grad.backward).kernels() <= 2, "rms_norm backward: at most 2 kernels");
+// The column kernel recomputes x-hat from x, dy and the saved statistics
+// instead of reading f32 intermediates: each kernel reads x and dy once, so
+// about 5/3 of the minimum (which counts one read) for 16-bit x, dy and dx.
+static_assert(fx::partition(ln_grad.backward).bytes() < 1.7 * fx::partition(ln_grad.backward).min_bytes(),
+              "layer_norm backward: no f32 intermediates between its kernels");
+static_assert(fx::partition(rms_grad.backward).bytes() < 1.7 * fx::partition(rms_grad.backward).min_bytes(),
+              "rms_norm backward: no f32 intermediates between its kernels");
 static_assert(rms_grad.num_saved == 1, "rms_norm saves rstd");
 static_assert(fx::partition(ln_grad.forward).kernels() == 1 && fx::partition(rms_grad.forward).kernels() == 1,
               "the forward still fuses into one row kernel while writing the saved statistics");

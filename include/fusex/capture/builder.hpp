@@ -27,6 +27,7 @@ struct builder {
   std::vector<std::int32_t> outputs;
   std::vector<arg_info> params;
   std::vector<region> regions;
+  std::int8_t copy_tag = 0;  // see recompute_scope
 
   constexpr bool is_const(std::int32_t e) const { return exprs[e].kind == expr_kind::constant; }
   constexpr bool is_const(std::int32_t e, std::int64_t v) const {
@@ -126,6 +127,7 @@ struct builder {
   constexpr std::int32_t add(node n, const std::int32_t* operands, int count) {
     n.nargs = count;
     const bool mergeable = n.op != op_kind::input && n.op != op_kind::scalar_param;
+    if (mergeable) n.copy = copy_tag;
     if (mergeable) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         const node& m = nodes[i];
@@ -208,6 +210,21 @@ struct builder {
     for (int i = 0; i < S.regions; ++i) g.regions[i] = regions[i];
     return g;
   }
+};
+
+// Nodes made while a recompute_scope is open are not merged with identical
+// nodes made outside it: a second copy of a cheap value, so that the planner
+// can compute it again in another group (a column reduction's producers)
+// instead of writing the first copy to memory for that group to read.
+struct recompute_scope {
+  builder& b;
+  std::int8_t prev;
+  constexpr explicit recompute_scope(builder& bb) : b(bb), prev(bb.copy_tag) {
+    b.copy_tag = static_cast<std::int8_t>(prev + 1);
+  }
+  constexpr ~recompute_scope() { b.copy_tag = prev; }
+  recompute_scope(const recompute_scope&) = delete;
+  recompute_scope& operator=(const recompute_scope&) = delete;
 };
 
 }  // namespace fusex::detail

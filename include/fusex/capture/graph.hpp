@@ -32,6 +32,7 @@ struct node {
   std::int8_t rank = 0;
   std::int8_t axis = 0;  // reduce, slice, pad, cat, iota
   std::int8_t flag = 0;  // reductions: 1 = axis kept with extent 1; var_mean: bit 1 = the mean output
+  std::int8_t copy = 0;  // a recomputed copy (builder's recompute_scope): never merged with the original
   // permute: output axis i reads input axis map[i].
   // broadcast_in_dim: input axis j becomes output axis map[j].
   std::int8_t map[max_rank] = {};

@@ -104,6 +104,7 @@ std::string node_string(const graph<S>& g, int id) {
   }
   s += ")";
   if (n.op == op_kind::var_mean) s += (n.flag & 2) ? "[mean]" : "[var]";
+  if (n.copy) s += "  # recomputed copy";
   return s;
 }
 

@@ -53,8 +53,12 @@ constexpr norm_grads layer_norm(const dyn& x, const dyn& weight, dtype bias_dt, 
     if (dmean.id >= 0) dx = dx + convert(dmean, c) / n;
     if (drstd.id >= 0) dx = dx - convert(drstd, c) * rstd * rstd * xhat / n;
   }
-  return {convert(dx, x.dt()), convert(sum(as_rows(gf * xhat), 0, false), weight.dt()),
-          convert(sum(as_rows(gf), 0, false), bias_dt)};
+  // dweight and dbias sum over rows in their own (column) kernel; their
+  // producers are recomputed there from x and dy rather than written out.
+  const fusex::detail::recompute_scope again(*x.b);
+  const dyn xhat_c = (convert(x, c) - mean) * rstd, gf_c = convert(dy, c);
+  return {convert(dx, x.dt()), convert(sum(as_rows(gf_c * xhat_c), 0, false), weight.dt()),
+          convert(sum(as_rows(gf_c), 0, false), bias_dt)};
 }
 
 // RMSNorm backward from x, weight, the saved f32 rstd (..., 1) and the
@@ -66,7 +70,9 @@ constexpr norm_grads rms_norm(const dyn& x, const dyn& weight, const dyn& rstd, 
   const dyn gf = convert(dy, c);
   const dyn g = gf * along_last_axis(convert(weight, c), r, x.extent(a));
   const dyn dx = rstd * (g - xhat * mean(g * xhat, a, true));
-  return {convert(dx, x.dt()), convert(sum(as_rows(gf * xhat), 0, false), weight.dt()), {}};
+  const fusex::detail::recompute_scope again(*x.b);
+  const dyn xhat_c = convert(x, c) * rstd, gf_c = convert(dy, c);
+  return {convert(dx, x.dt()), convert(sum(as_rows(gf_c * xhat_c), 0, false), weight.dt()), {}};
 }
 }  // namespace vjp
 
