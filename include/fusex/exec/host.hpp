@@ -109,6 +109,9 @@ struct accumulator {
   static constexpr dtype DU = Q::dt(Q::operand(M, 0));
   static constexpr dtype DM = Q::dt(M);
   static constexpr bool fp = is_floating(DU);
+  // var_mean's mean output alone is a plain sum (Welford's updates, with a
+  // division per element, are for the variance).
+  static constexpr bool mean_only = K == op_kind::var_mean && (Q::flag(M) & 2) != 0;
   double sum[W] = {}, mean[W] = {}, m2[W] = {};
   idx_t count[W] = {};
   long long isum[W] = {};
@@ -125,7 +128,7 @@ struct accumulator {
   }
   // Lanes below n take one more value each.
   void add(const vt<DU>* v, int n) {
-    if constexpr (K == op_kind::sum) {
+    if constexpr (K == op_kind::sum || mean_only) {
       if constexpr (fp) {
         for (int l = 0; l < W; ++l) sum[l] += l < n ? static_cast<double>(v[l]) : 0.0;
       } else {
@@ -145,20 +148,21 @@ struct accumulator {
       }
     }
   }
-  // Folds lane b into lane a (Chan's formula for the moments).
-  void merge(int a, int b) {
-    sum[a] += sum[b];
-    isum[a] = static_cast<long long>(static_cast<unsigned long long>(isum[a]) + static_cast<unsigned long long>(isum[b]));
-    mx[a] = max_of(mx[a], mx[b]);
-    const idx_t n = count[a] + count[b];
-    if (count[b] > 0 && n > 0) {
-      const double d = mean[b] - mean[a];
-      const double fb = static_cast<double>(count[b]) / static_cast<double>(n);
+  // Folds lane b of o into lane a (Chan's formula for the moments).
+  void merge_lane(int a, const accumulator& o, int b) {
+    sum[a] += o.sum[b];
+    isum[a] = static_cast<long long>(static_cast<unsigned long long>(isum[a]) + static_cast<unsigned long long>(o.isum[b]));
+    mx[a] = max_of(mx[a], o.mx[b]);
+    const idx_t n = count[a] + o.count[b];
+    if (o.count[b] > 0 && n > 0) {
+      const double d = o.mean[b] - mean[a];
+      const double fb = static_cast<double>(o.count[b]) / static_cast<double>(n);
       mean[a] += d * fb;
-      m2[a] += m2[b] + d * d * static_cast<double>(count[a]) * fb;
+      m2[a] += o.m2[b] + d * d * static_cast<double>(count[a]) * fb;
     }
     count[a] = n;
   }
+  void merge(int a, int b) { merge_lane(a, *this, b); }
   // The result of lane l, in the reduction's dtype; `len` is the reduced extent.
   void finish(int l, idx_t len, double& f, long long& i) const {
     if constexpr (K == op_kind::sum) {
@@ -167,8 +171,10 @@ struct accumulator {
     } else if constexpr (K == op_kind::amax) {
       if constexpr (fp) f = static_cast<double>(codegen::to_dtype<DM>(mx[l]));
       else i = codegen::to_dtype<DM>(mx[l]);
+    } else if constexpr (mean_only) {
+      f = static_cast<double>(codegen::to_dtype<DM>(len > 0 ? sum[l] / static_cast<double>(len) : NAN));
     } else {
-      const double r = (Q::flag(M) & 2) ? (len > 0 ? mean[l] : NAN) : m2[l] / (static_cast<double>(len) - Q::value(M));
+      const double r = m2[l] / (static_cast<double>(len) - Q::value(M));
       f = static_cast<double>(codegen::to_dtype<DM>(r));
     }
   }
@@ -231,6 +237,11 @@ void row_reduction_host(const group_args<C>& a, int threads) {
   }
 }
 
+// A column reduction (over an outer axis) of extent T: the rows are cut into
+// blocks and the output's chunks of W lanes into tiles; each (block, tile)
+// task walks its rows reading a contiguous run of each, into its own partial
+// accumulators, which are then merged in block order. The cut depends on the
+// extents only, never on the thread count, so results are reproducible.
 template <class C>
 void column_reduction_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
@@ -239,31 +250,82 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   constexpr int X = Q::operand(R0, 0);
   constexpr int rx = Q::rank(X);
   constexpr int ax = Q::axis(R0);
+  constexpr int ro = rx - 1;
   idx_t xext[max_rank] = {};
   for (int d = 0; d < rx; ++d) xext[d] = a.ext[Q::shape(X, d)];
   // the output index space: X's extents without the reduced axis
   idx_t oext[max_rank] = {};
   for (int d = 0, j = 0; d < rx; ++d)
     if (d != ax) oext[j++] = xext[d];
-  for_each_chunk<W>(oext, rx - 1, threads, [&](const idx_t* oidx, int n) {
-    reduction_values<C, W> rv{};
-    const context<C, W> cx{&a, &rv};
-    static_for<Q::nlocals()>([&](auto mm) {
-      constexpr int M = decltype(mm)::value;
-      if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
-        constexpr int U = Q::operand(M, 0);
-        constexpr int ri = Q::red_index(M);
-        accumulator<C, M, W> acc;
+  const idx_t last = ro > 0 ? oext[ro - 1] : 1;
+  idx_t orows = 1;
+  for (int d = 0; d + 1 < ro; ++d) orows *= oext[d];
+  const idx_t per_row = (last + W - 1) / W;
+  const idx_t nchunks = orows * per_row;
+  const idx_t T = xext[ax];
+  if (nchunks == 0) return;
+  // chunk c: its output index and its number of lanes
+  auto chunk = [&](idx_t c, idx_t* oidx) {
+    idx_t row = c / per_row;
+    for (int d = ro - 2; d >= 0; --d) {
+      oidx[d] = row % oext[d];
+      row /= oext[d];
+    }
+    const idx_t col = (c % per_row) * W;
+    if (ro > 0) oidx[ro - 1] = col;
+    return static_cast<int>(last - col < W ? last - col : W);
+  };
+  constexpr idx_t tile = 16;  // chunks per task: 256 consecutive outputs
+  const idx_t ntiles = (nchunks + tile - 1) / tile;
+  idx_t nb = T / 64;  // blocks of at least 64 rows, at most 64 blocks,
+  if (nb > 64) nb = 64;
+  if (nb > 8192 / nchunks) nb = 8192 / nchunks;  // and at most 8192 partial accumulators
+  if (nb < 1) nb = 1;
+  const int nthreads = threads > 0 ? threads : omp_default_threads();
+  (void)nthreads;
+  std::vector<reduction_values<C, W>> rvs(static_cast<std::size_t>(nchunks));
+
+  // Reductions in dependency order: a later one may read an earlier one's
+  // finished values (rvs) for the same outputs.
+  static_for<Q::nlocals()>([&](auto mm) {
+    constexpr int M = decltype(mm)::value;
+    if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
+      constexpr int U = Q::operand(M, 0);
+      constexpr int ri = Q::red_index(M);
+      std::vector<accumulator<C, M, W>> part(static_cast<std::size_t>(nb * nchunks));
+      const idx_t tasks = nb * ntiles;
+#pragma omp parallel for schedule(dynamic) if (tasks > 1) num_threads(nthreads)
+      for (idx_t task = 0; task < tasks; ++task) {
+        const idx_t blk = task / ntiles, c0 = (task % ntiles) * tile;
+        const idx_t c1 = c0 + tile < nchunks ? c0 + tile : nchunks;
+        const idx_t t0 = T * blk / nb, t1 = T * (blk + 1) / nb;
         vt<Q::dt(U)> v[W];
-        idx_t iu[max_rank] = {};
-        for (idx_t t = 0; t < xext[ax]; ++t) {
-          for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
-          eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
-          acc.add(v, n);
-        }
-        for (int l = 0; l < W; ++l) acc.finish(l, xext[ax], rv.f[ri][l], rv.i[ri][l]);
+        idx_t oidx[max_rank] = {}, iu[max_rank] = {};
+        for (idx_t t = t0; t < t1; ++t)
+          for (idx_t c = c0; c < c1; ++c) {
+            const int n = chunk(c, oidx);
+            for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
+            const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
+            eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
+            part[static_cast<std::size_t>(blk * nchunks + c)].add(v, n);
+          }
       }
-    });
+#pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
+      for (idx_t c = 0; c < nchunks; ++c) {
+        auto& acc = part[static_cast<std::size_t>(c)];
+        for (idx_t blk = 1; blk < nb; ++blk)
+          for (int l = 0; l < W; ++l) acc.merge_lane(l, part[static_cast<std::size_t>(blk * nchunks + c)], l);
+        auto& rv = rvs[static_cast<std::size_t>(c)];
+        for (int l = 0; l < W; ++l) acc.finish(l, T, rv.f[ri][l], rv.i[ri][l]);
+      }
+    }
+  });
+  // Writes of values that depend on the reductions, per chunk.
+#pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
+  for (idx_t c = 0; c < nchunks; ++c) {
+    idx_t oidx[max_rank] = {};
+    const int n = chunk(c, oidx);
+    const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
     static_for<Q::nwrites()>([&](auto ww) {
       constexpr int w = decltype(ww)::value;
       constexpr int R = Q::write_local(w);
@@ -277,7 +339,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
         write_lanes<C, R, W>(cx, a, w, idx, n);
       }
     });
-  });
+  }
   // Writes of input-shaped values (not depending on the reductions).
   static_for<Q::nwrites()>([&](auto ww) {
     constexpr int w = decltype(ww)::value;
