@@ -29,6 +29,14 @@ constexpr auto column_sums = fx::trace([](fx::tensor<float, 2> dy, fx::tensor<fl
 });
 static_assert(fx::partition(column_sums).kernels() == 1);
 
+// Over the middle axis of a rank-3 value, with a second reduction that reads
+// the first (centred second moment) and an amax.
+constexpr auto middle_axis = fx::trace([](fx::tensor<float, 3> x) {
+  auto m = fx::sum<1>(x, fx::keepdim) / fx::convert<float>(fx::index_value<std::int64_t>(x.extent<1>(), x));
+  auto c = x - m;
+  return std::tuple{fx::sum<1>(c * c), fx::amax<1>(x), m};
+});
+
 constexpr auto rotary = fx::trace([](fx::tensor<float, 4> x, fx::tensor<float, 2> cos, fx::tensor<float, 2> sin, fx::index n) {
   return fx::ops::apply_rope(x, cos, sin, n);
 });
@@ -75,6 +83,16 @@ TEST_CASE("host executor: column reductions with input-shaped writes", "[executo
   for (auto& v : store) v = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng()));
   fx::view<const float, 2> xt(store.data(), {70, 19}, {1, 70});
   check_policies(column_sums, "column_sums transposed", dy, xt);
+}
+
+TEST_CASE("host executor: column reductions over many row blocks and column tiles", "[executor][host]") {
+  // 1000 rows: the host cuts them into blocks merged in order; 700 columns:
+  // several tiles of chunks, the last one partial.
+  auto dy = random_tensor<float, 2>({1000, 700}), x = random_tensor<float, 2>({1000, 700}, 50, 54);
+  check_policies(column_sums, "column_sums 1000 x 700", dy, x);
+  check_policies(middle_axis, "middle axis", random_tensor<float, 3>({3, 517, 45}));
+  check_policies(middle_axis, "middle axis of extent 1", random_tensor<float, 3>({3, 1, 45}));
+  check_policies(column_sums, "no rows", fx::view<const float, 2>(nullptr, {0, 5}), fx::view<const float, 2>(nullptr, {0, 5}));
 }
 
 TEST_CASE("host executor: remaps with run-time parameters", "[executor][host]") {
