@@ -242,6 +242,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
 // task walks its rows reading a contiguous run of each, into its own partial
 // accumulators, which are then merged in block order. The cut depends on the
 // extents only, never on the thread count, so results are reproducible.
+// Under 128 rows (one block) each chunk reduces its rows directly.
 template <class C>
 void column_reduction_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
@@ -283,6 +284,63 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   if (nb < 1) nb = 1;
   const int nthreads = threads > 0 ? threads : omp_default_threads();
   (void)nthreads;
+  // Writes of values that depend on the reductions, for chunk c.
+  auto write_chunk = [&](const context<C, W>& cx, const idx_t* oidx, int n) {
+    static_for<Q::nwrites()>([&](auto ww) {
+      constexpr int w = decltype(ww)::value;
+      constexpr int R = Q::write_local(w);
+      if constexpr (Q::dep(R)) {
+        idx_t idx[max_rank] = {};
+        if constexpr (Q::rank(R) == rx) {
+          for (int d = 0, j = 0; d < rx; ++d) idx[d] = d == ax ? 0 : oidx[j++];
+        } else {
+          for (int d = 0; d < rx - 1; ++d) idx[d] = oidx[d];
+        }
+        write_lanes<C, R, W>(cx, a, w, idx, n);
+      }
+    });
+  };
+  // Writes of input-shaped values (not depending on the reductions).
+  auto write_input_shaped = [&] {
+    static_for<Q::nwrites()>([&](auto ww) {
+      constexpr int w = decltype(ww)::value;
+      constexpr int R = Q::write_local(w);
+      if constexpr (!Q::dep(R)) {
+        const context<C, 1> cx{&a, nullptr};
+        for_each_chunk<W>(xext, rx, threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
+      }
+    });
+  };
+
+  if (nb == 1) {
+    // Few rows: each chunk reduces all of them and writes, with no partials.
+#pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
+    for (idx_t c = 0; c < nchunks; ++c) {
+      idx_t oidx[max_rank] = {}, iu[max_rank] = {};
+      const int n = chunk(c, oidx);
+      reduction_values<C, W> rv{};
+      const context<C, W> cx{&a, &rv};
+      static_for<Q::nlocals()>([&](auto mm) {
+        constexpr int M = decltype(mm)::value;
+        if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
+          constexpr int U = Q::operand(M, 0);
+          constexpr int ri = Q::red_index(M);
+          accumulator<C, M, W> acc;
+          vt<Q::dt(U)> v[W];
+          for (idx_t t = 0; t < T; ++t) {
+            for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
+            eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
+            acc.add(v, n);
+          }
+          for (int l = 0; l < W; ++l) acc.finish(l, T, rv.f[ri][l], rv.i[ri][l]);
+        }
+      });
+      write_chunk(cx, oidx, n);
+    }
+    write_input_shaped();
+    return;
+  }
+
   std::vector<reduction_values<C, W>> rvs(static_cast<std::size_t>(nchunks));
 
   // Reductions in dependency order: a later one may read an earlier one's
@@ -325,30 +383,9 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   for (idx_t c = 0; c < nchunks; ++c) {
     idx_t oidx[max_rank] = {};
     const int n = chunk(c, oidx);
-    const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
-    static_for<Q::nwrites()>([&](auto ww) {
-      constexpr int w = decltype(ww)::value;
-      constexpr int R = Q::write_local(w);
-      if constexpr (Q::dep(R)) {
-        idx_t idx[max_rank] = {};
-        if constexpr (Q::rank(R) == rx) {
-          for (int d = 0, j = 0; d < rx; ++d) idx[d] = d == ax ? 0 : oidx[j++];
-        } else {
-          for (int d = 0; d < rx - 1; ++d) idx[d] = oidx[d];
-        }
-        write_lanes<C, R, W>(cx, a, w, idx, n);
-      }
-    });
+    write_chunk(context<C, W>{&a, &rvs[static_cast<std::size_t>(c)]}, oidx, n);
   }
-  // Writes of input-shaped values (not depending on the reductions).
-  static_for<Q::nwrites()>([&](auto ww) {
-    constexpr int w = decltype(ww)::value;
-    constexpr int R = Q::write_local(w);
-    if constexpr (!Q::dep(R)) {
-      const context<C, 1> cx{&a, nullptr};
-      for_each_chunk<W>(xext, rx, threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
-    }
-  });
+  write_input_shaped();
 }
 
 // matmul through host BLAS: operands gathered into contiguous arrays of the
