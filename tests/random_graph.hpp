@@ -81,7 +81,8 @@ constexpr int transpose(builder& b, int x) {
   nd.op = fx::op_kind::permute;
   nd.dt = in.dt;
   nd.rank = in.rank;
-  for (int i = 0; i < in.rank; ++i) {
+  // i < max_rank too: g++ cannot see that a node's rank is at most max_rank
+  for (int i = 0; i < in.rank && i < fx::max_rank; ++i) {
     const int src = i == in.rank - 1 ? 0 : i == 0 ? in.rank - 1 : i;
     nd.map[i] = static_cast<std::int8_t>(src);
     nd.shape[i] = in.shape[src];
