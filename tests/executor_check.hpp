@@ -47,12 +47,4 @@ void check_policies(P prog, const char* name, const Args&... args) {
   require_all_close(unfused, ref, name);
 }
 
-template <class T, int R>
-fx::host_tensor<T, R> random_tensor(const fx::extents_array<R>& e, double lo = -2, double hi = 2) {
-  fx::host_tensor<T, R> t(e);
-  std::uniform_real_distribution<double> d(lo, hi);
-  for (auto& v : t.values()) v = from_double<T>(d(rng()));
-  return t;
-}
-
 }  // namespace fxt

@@ -19,14 +19,6 @@ template <class T, int R>
 struct is_host_tensor<fx::host_tensor<T, R>> : std::true_type {};
 
 template <class T, int R>
-fx::host_tensor<T, R> random_tensor(const fx::extents_array<R>& e, double lo = -2, double hi = 2) {
-  fx::host_tensor<T, R> t(e);
-  std::uniform_real_distribution<double> d(lo, hi);
-  for (auto& v : t.values()) v = from_double<T>(d(rng()));
-  return t;
-}
-
-template <class T, int R>
 double dot(const fx::host_tensor<T, R>& a, const fx::host_tensor<T, R>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.values().size(); ++i) s += to_double(a.values()[i]) * to_double(b.values()[i]);

@@ -88,6 +88,15 @@ std::vector<T> random_values(std::size_t n, double lo = -3, double hi = 3) {
   return v;
 }
 
+// A host tensor of uniform values in [lo, hi), rounded to T.
+template <class T, int R>
+fx::host_tensor<T, R> random_tensor(const fx::extents_array<R>& e, double lo = -2, double hi = 2) {
+  fx::host_tensor<T, R> t(e);
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (auto& v : t.values()) v = from_double<T>(d(rng()));
+  return t;
+}
+
 // Values every elementwise test sees: signed zeros, ones, NaN, infinities,
 // and moderately large magnitudes.
 inline std::vector<double> special_values() {

@@ -216,6 +216,24 @@ FUSEX_HD inline auto* lanes_of(S& st) {
   else return st.l[p];
 }
 
+// Chunk `item` of a space with extents ext (rank r), cut into runs of up to W
+// lanes along the innermost axis: writes its index, returns its lane count.
+// Host and device loops enumerate items the same way.
+template <int W>
+FUSEX_HD inline int chunk_index(idx_t item, const idx_t* ext, int r, idx_t* idx) {
+  const idx_t last = r > 0 ? ext[r - 1] : 1;
+  const idx_t per_row = (last + W - 1) / W;
+  idx_t row = item / per_row;
+  for (int d = r - 2; d >= 0; --d) {
+    idx[d] = row % ext[d];
+    row /= ext[d];
+  }
+  const idx_t col = (item % per_row) * W;
+  if (r > 0) idx[r - 1] = col;
+  const idx_t left = last - col;
+  return static_cast<int>(left < W ? left : W);
+}
+
 // Lanes: W values of a frame's root at idx, idx + ls * e_LA, ..., along
 // axis LA of the root (-1 for rank 0: all lanes alike). A remap maps the lane
 // axis to its operand's (a permute just moves it), so every frame compiles

@@ -49,6 +49,7 @@ inline void check(cublasStatus_t s, const char* call, const char* where) {
 }
 #define FUSEX_CUDA_CHECK(call, where) ::fusex::detail::cuda::check((call), #call, where)
 
+using codegen::chunk_index;
 using codegen::context;
 using codegen::eval;
 using codegen::group_args;
@@ -107,22 +108,6 @@ template <int NW>
 struct work_table {
   idx_t begin[NW + 1];
 };
-
-// Chunk `item` of a space with extents ext (rank r): its index and lanes.
-template <int W>
-__device__ inline int chunk_index(idx_t item, const idx_t* ext, int r, idx_t* idx) {
-  const idx_t last = r > 0 ? ext[r - 1] : 1;
-  const idx_t per_row = (last + W - 1) / W;
-  idx_t row = item / per_row;
-  for (int d = r - 2; d >= 0; --d) {
-    idx[d] = row % ext[d];
-    row /= ext[d];
-  }
-  const idx_t col = (item % per_row) * W;
-  if (r > 0) idx[r - 1] = col;
-  const idx_t left = last - col;
-  return static_cast<int>(left < W ? left : W);
-}
 
 template <class C, int W>
 __global__ void __launch_bounds__(block_threads) pointwise_kernel(const group_args<C> a,

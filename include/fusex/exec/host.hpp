@@ -28,6 +28,7 @@ struct host {
 
 namespace detail::exec {
 
+using codegen::chunk_index;
 using codegen::context;
 using codegen::eval;
 using codegen::group_args;
@@ -74,15 +75,8 @@ void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
 #pragma omp parallel for schedule(static) if (parallel) num_threads(threads > 0 ? threads : omp_default_threads())
   for (idx_t c = 0; c < total; ++c) {
     idx_t idx[max_rank] = {};
-    idx_t row = c / per_row;
-    for (int d = r - 2; d >= 0; --d) {
-      idx[d] = row % ext[d];
-      row /= ext[d];
-    }
-    const idx_t col = (c % per_row) * W;
-    if (r > 0) idx[r - 1] = col;
-    const idx_t left = last - col;
-    body(idx, static_cast<int>(left < W ? left : W));
+    const int n = chunk_index<W>(c, ext, r, idx);
+    body(idx, n);
   }
 }
 
@@ -266,16 +260,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   const idx_t T = xext[ax];
   if (nchunks == 0) return;
   // chunk c: its output index and its number of lanes
-  auto chunk = [&](idx_t c, idx_t* oidx) {
-    idx_t row = c / per_row;
-    for (int d = ro - 2; d >= 0; --d) {
-      oidx[d] = row % oext[d];
-      row /= oext[d];
-    }
-    const idx_t col = (c % per_row) * W;
-    if (ro > 0) oidx[ro - 1] = col;
-    return static_cast<int>(last - col < W ? last - col : W);
-  };
+  auto chunk = [&](idx_t c, idx_t* oidx) { return chunk_index<W>(c, oext, ro, oidx); };
   constexpr idx_t tile = 16;  // chunks per task: 256 consecutive outputs
   const idx_t ntiles = (nchunks + tile - 1) / tile;
   idx_t nb = T / 64;  // blocks of at least 64 rows, at most 64 blocks,
