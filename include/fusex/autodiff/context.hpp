@@ -51,7 +51,7 @@ inline void fusex_error_vjp_wrt_names_an_argument_the_program_does_not_have() {
   throw std::logic_error("fusex::vjp: wrt names an argument the program does not have");
 }
 inline void fusex_error_vjp_wrt_names_an_argument_that_is_not_floating_point() {
-  throw std::logic_error("fusex::vjp: wrt names an argument that is not a floating-point tensor or scalar");
+  throw std::logic_error("fusex::vjp: wrt names an argument that is not a floating-point tensor");
 }
 
 template <graph_sizes S>
@@ -76,7 +76,7 @@ struct vjp_context {
       for (int p = 0; p < 64; ++p) {
         if (!((o.wrt >> p) & 1)) continue;
         if (p >= S.params) fusex_error_vjp_wrt_names_an_argument_the_program_does_not_have();
-        if (g.params[p].node < 0 || !is_floating(g.params[p].dt))
+        if (g.params[p].kind != arg_kind::tensor || !is_floating(g.params[p].dt))
           fusex_error_vjp_wrt_names_an_argument_that_is_not_floating_point();
       }
     for (int e = 0; e < S.exprs; ++e) {
