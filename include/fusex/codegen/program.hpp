@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "../plan/plan.hpp"
+#include "../capture/op.hpp"
 
 namespace fusex::detail::codegen {
 
@@ -128,10 +129,14 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
   const int base_scalars = base_exprs + c.nexprs;
   const int base_reads = base_scalars + c.nscalars;
   int ne = 0, ns = 0, nr = 0, nops = 0;
+  // expr slot: its id, and its value when it is a small constant (kernels
+  // then fold it: slice starts of 0, steps of 1, extents of 1)
   auto slot_of_expr = [&](int e) {
     if (expr_slot[e] < 0) {
       expr_slot[e] = ne;
-      d[base_exprs + ne++] = e;
+      const expr& x = g.exprs[e];
+      const bool small_const = x.kind == expr_kind::constant && x.value >= 0 && x.value < (std::int64_t{1} << 30);
+      d[base_exprs + ne++] = e | (small_const ? (std::int64_t{1} << 32) | (x.value << 33) : 0);
     }
     return expr_slot[e];
   };
@@ -228,18 +233,11 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
 
 template <std::int64_t... V>
 struct code {
-  static constexpr std::int64_t data[] = {V...};
-  // Element i. Device code may only read host variables inside constant
-  // expressions, so it indexes a local copy; host code reads `data`, since a
-  // local copy indexed at run time is rebuilt on the stack at every call.
-  FUSEX_HD static constexpr std::int64_t at(int i) {
-#ifdef __CUDA_ARCH__
-    constexpr std::int64_t a[] = {V...};
-    return a[i];
-#else
-    return data[i];
-#endif
-  }
+  static constexpr std::int64_t data[sizeof...(V)] = {V...};
+  // Element i, in constant expressions only: device code sees a group's
+  // program as compile-time structure, never as an array read at run time
+  // (which would be rebuilt on the stack).
+  static consteval std::int64_t at(int i) { return data[i]; }
 };
 
 // The same code type spelled without aliases (nvcc's host stubs print a
@@ -249,6 +247,75 @@ template <std::int64_t... V>
 code<V...> canonical(code<V...>);
 template <class C>
 using canonical_t = decltype(canonical(C{}));
+
+
+FUSEX_HD consteval bool is_reduction(op_kind k) {
+  return k == op_kind::sum || k == op_kind::amax || k == op_kind::var_mean;
+}
+
+// Typed accessors of an encoded group program; all consteval.
+template <class C>
+struct prog {
+  using L = layout;
+  static consteval std::int64_t at(int i) { return C::at(i); }
+  static consteval group_kind kind() { return static_cast<group_kind>(at(L::kind)); }
+  static consteval int nlocals() { return static_cast<int>(at(L::nlocals)); }
+  static consteval int nreads() { return static_cast<int>(at(L::nreads)); }
+  static consteval int nwrites() { return static_cast<int>(at(L::nwrites)); }
+  static consteval int nexprs() { return static_cast<int>(at(L::nexprs)); }
+  static consteval int nscalars() { return static_cast<int>(at(L::nscalars)); }
+  static consteval int noperands() { return static_cast<int>(at(L::noperands)); }
+  static consteval int reduction() { return static_cast<int>(at(L::reduction)); }
+  static consteval int ops_base() { return L::header + nlocals() * L::record; }
+  static consteval int writes_base() { return ops_base() + noperands() * L::operand_record; }
+  static consteval int exprs_base() { return writes_base() + nwrites() * L::write_record; }
+  static consteval int scalars_base() { return exprs_base() + nexprs(); }
+  static consteval int reads_base() { return scalars_base() + nscalars(); }
+
+  static consteval std::uint64_t w(int i, int k) { return static_cast<std::uint64_t>(at(L::header + i * L::record + k)); }
+  static consteval op_kind op(int i) { return static_cast<op_kind>(w(i, 0) & 255); }
+  static consteval dtype dt(int i) { return static_cast<dtype>((w(i, 0) >> 8) & 255); }
+  static consteval int rank(int i) { return static_cast<int>((w(i, 0) >> 16) & 255); }
+  static consteval int axis(int i) { return static_cast<std::int8_t>((w(i, 0) >> 24) & 255); }
+  static consteval int flag(int i) { return static_cast<std::int8_t>((w(i, 0) >> 32) & 255); }
+  static consteval int nops(int i) { return static_cast<int>((w(i, 0) >> 40) & 255); }
+  static consteval bool dep(int i) { return (w(i, 0) >> 48) & 1; }
+  static consteval int slot(int i) { return static_cast<int>(w(i, 1) & 0xffff) - 1; }
+  static consteval int opnd(int i) { return static_cast<int>((w(i, 1) >> 16) & 0xffff); }
+  static consteval bool static1(int i, int d) { return (w(i, 1) >> (32 + d)) & 1; }
+  static consteval int node(int i) { return static_cast<int>((w(i, 1) >> 40) & 0xffff); }
+  static consteval int map(int i, int k) { return static_cast<int>((w(i, 2) >> (4 * k)) & 15); }
+  static consteval int iparam(int i, int k) { return static_cast<int>((w(i, 2) >> (32 + 8 * k)) & 255) - 1; }
+  static consteval int shape(int i, int d) { return static_cast<int>((w(i, 3) >> (8 * d)) & 255); }
+  static consteval double value(int i) { return bit_cast<double>(at(L::header + i * L::record + 4)); }
+  static consteval double value2(int i) { return bit_cast<double>(at(L::header + i * L::record + 5)); }
+  static consteval std::uint64_t operand_word(int i, int k) { return static_cast<std::uint64_t>(at(ops_base() + opnd(i) + k)); }
+  static consteval int operand(int i, int k) { return static_cast<int>(operand_word(i, k) & 0xffff); }
+  static consteval std::int64_t bcast(int i, int k) { return static_cast<std::int64_t>((operand_word(i, k) >> 16) & 255); }
+  static consteval bool identity(int i, int k) { return (operand_word(i, k) >> 24) & 1; }
+  static consteval int write_local(int w) { return static_cast<int>(at(writes_base() + w) & 0xffff); }
+  static consteval int write_dest(int w) { return static_cast<int>((at(writes_base() + w) >> 16) & 0xffff) - 1; }
+  static consteval int expr_id(int s) { return static_cast<int>(at(exprs_base() + s) & 0xffffffff); }
+  // Is expr slot s a compile-time constant, and its value.
+  static consteval bool expr_const(int s) { return (at(exprs_base() + s) >> 32) & 1; }
+  static consteval std::int64_t expr_value(int s) { return at(exprs_base() + s) >> 33; }
+  static consteval int scalar_arg(int s) { return static_cast<int>(at(scalars_base() + s)); }
+  static consteval int read_node(int r) { return static_cast<int>(at(reads_base() + r)); }
+  static consteval bool is_leaf(int i) {
+    const op_kind k = op(i);
+    return k == op_kind::input || k == op_kind::constant || k == op_kind::full || k == op_kind::iota ||
+           k == op_kind::index_value || k == op_kind::scalar_param || is_reduction(k);
+  }
+  // Reductions computed by this group (not read from another group).
+  static consteval bool computes(int i) { return is_reduction(op(i)) && nops(i) > 0; }
+  // Compact index of reduction locals (their values live in the context).
+  static consteval int red_index(int i) {
+    int k = 0;
+    for (int j = 0; j < i; ++j) k += computes(j);
+    return k;
+  }
+  static consteval int nreductions() { return red_index(nlocals()); }
+};
 
 // The code type of group G of plan type P.
 template <class P, int G>

@@ -30,6 +30,7 @@ namespace detail::exec {
 
 using codegen::chunk_index;
 using codegen::context;
+using codegen::idx_t;
 using codegen::eval;
 using codegen::group_args;
 using codegen::prog;
@@ -47,17 +48,34 @@ inline int omp_default_threads() {
 #endif
 }
 
+// Writes the chunk of n lanes at idx of write w (root R): a full run in
+// lanes mode, a partial one value by value.
 template <class C, int R, int W, class Ctx>
 void write_lanes(const Ctx& cx, const group_args<C>& a, int w, const idx_t* idx, int n) {
   using Q = prog<C>;
   constexpr dtype D = Q::dt(R);
   constexpr int r = Q::rank(R);
-  vt<D> v[W];
-  eval<C, R, W, r - 1>(cx, idx, 1, n, v);
   idx_t off = 0;
   for (int d = 0; d < r; ++d) off += idx[d] * a.out_str[w][d];
-  const idx_t step = r > 0 ? a.out_str[w][r - 1] : 0;
-  for (int l = 0; l < n; ++l) codegen::store_value<D>(a.out[w], off + l * step, v[l]);
+  if constexpr (r == 0) {
+    codegen::store_value<D>(a.out[w], off, codegen::eval_one<C, R>(cx, idx));
+  } else {
+    const idx_t step = a.out_str[w][r - 1];
+    if (n == W) {
+      vt<D> v[W];
+      eval<C, R, W, r - 1, idx_t, true>(cx, idx, v);
+      codegen::store_lanes<D, W>(a.out[w], off, step, v);
+    } else {
+      idx_t il[r];
+      for (int d = 0; d < r; ++d) il[d] = idx[d];
+      for (int l = 0; l < n; ++l) {
+        il[r - 1] = idx[r - 1] + l;
+        Ctx c1 = cx;
+        c1.lane = l;
+        codegen::store_value<D>(a.out[w], off + l * step, codegen::eval_one<C, R>(c1, il));
+      }
+    }
+  }
 }
 
 // Calls body(idx, n) for every run of up to W lanes along the innermost axis
@@ -80,99 +98,62 @@ void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
   }
 }
 
+// Extents of local U, from the group's expr slots.
+template <class C, int U>
+void extents_of(const group_args<C>& a, idx_t* ext) {
+  static_for<prog<C>::rank(U)>([&](auto dd) {
+    constexpr int d = decltype(dd)::value;
+    ext[d] = codegen::ext_of<C, prog<C>::shape(U, d)>(a);
+  });
+}
+
 template <class C>
 void pointwise_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
   constexpr int W = host_lanes;
-  const context<C, 1> cx{&a, nullptr};
+  const context<C, 1> cx{&a};
   static_for<Q::nwrites()>([&](auto ww) {
     constexpr int w = decltype(ww)::value;
     constexpr int R = Q::write_local(w);
-    constexpr int r = Q::rank(R);
     idx_t ext[max_rank] = {};
-    for (int d = 0; d < r; ++d) ext[d] = a.ext[Q::shape(R, d)];
-    for_each_chunk<W>(ext, r, threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
+    extents_of<C, R>(a, ext);
+    for_each_chunk<W>(ext, Q::rank(R), threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
   });
 }
 
-// Per-lane accumulators of reduction M (host: sums and moments in double).
-template <class C, int M, int W>
-struct accumulator {
-  using Q = prog<C>;
-  static constexpr op_kind K = Q::op(M);
-  static constexpr dtype DU = Q::dt(Q::operand(M, 0));
-  static constexpr dtype DM = Q::dt(M);
-  static constexpr bool fp = is_floating(DU);
-  // var_mean's mean output alone is a plain sum (Welford's updates, with a
-  // division per element, are for the variance).
-  static constexpr bool mean_only = K == op_kind::var_mean && (Q::flag(M) & 2) != 0;
-  double sum[W] = {}, mean[W] = {}, m2[W] = {};
-  idx_t count[W] = {};
-  long long isum[W] = {};
-  vt<DU> mx[W];
+// The host's reducer of reduction M: sums and moments in double.
+template <class C, int M>
+using host_reducer = codegen::reducer<prog<C>::op(M), prog<C>::dt(prog<C>::operand(M, 0)), double,
+                                      prog<C>::op(M) == op_kind::var_mean && (prog<C>::flag(M) & 2) != 0>;
 
-  static vt<DU> max_of(vt<DU> x, vt<DU> y) {
-    if constexpr (fp) return math::maximum(x, y);
-    else return y > x ? y : x;
-  }
-  accumulator() {
-    for (int l = 0; l < W; ++l)
-      mx[l] = fp ? static_cast<vt<DU>>(-INFINITY)
-                 : static_cast<vt<DU>>(DU == dtype::i32 ? -2147483647LL - 1 : DU == dtype::b8 ? 0 : (-9223372036854775807LL - 1));
-  }
-  // Lanes below n take one more value each.
-  void add(const vt<DU>* v, int n) {
-    if constexpr (K == op_kind::sum || mean_only) {
-      if constexpr (fp) {
-        for (int l = 0; l < W; ++l) sum[l] += l < n ? static_cast<double>(v[l]) : 0.0;
-      } else {
-        for (int l = 0; l < W; ++l)
-          isum[l] = static_cast<long long>(static_cast<unsigned long long>(isum[l]) +
-                                           static_cast<unsigned long long>(l < n ? v[l] : 0));
-      }
-    } else if constexpr (K == op_kind::amax) {
-      for (int l = 0; l < n; ++l) mx[l] = max_of(mx[l], v[l]);
-    } else {  // Welford
-      for (int l = 0; l < n; ++l) {
-        const double x = static_cast<double>(v[l]);
-        ++count[l];
-        const double d = x - mean[l];
-        mean[l] += d / static_cast<double>(count[l]);
-        m2[l] += d * (x - mean[l]);
-      }
+// Stores the finished value of reduction M (lane l) into rv.
+template <class C, int M, int RW>
+void finish_into(reduction_values<C, RW>& rv, int l, const typename host_reducer<C, M>::state& s, idx_t len) {
+  using Q = prog<C>;
+  rv.template at<Q::red_index(M)>()[l] = host_reducer<C, M>::template finish<Q::dt(M)>(s, len, Q::value(M));
+}
+
+// Adds the values of operand U of a reduction at the run of n lanes at idx
+// (along the last axis) to s: a full run in lanes mode, else value by value.
+template <class C, int M, int W, class Ctx>
+void reduce_run(const Ctx& cx, idx_t* idx, int n, typename host_reducer<C, M>::state& s) {
+  using Q = prog<C>;
+  constexpr int U = Q::operand(M, 0);
+  constexpr int ru = Q::rank(U);
+  using RD = host_reducer<C, M>;
+  if (n == W) {
+    vt<Q::dt(U)> v[W];
+    eval<C, U, W, ru - 1, idx_t>(cx, idx, v);
+    RD::template add_lanes<W>(s, v);
+  } else {
+    const idx_t c0 = idx[ru - 1];
+    for (int l = 0; l < n; ++l) {
+      idx[ru - 1] = c0 + l;
+      RD::add(s, codegen::eval_one<C, U>(cx, idx));
     }
+    idx[ru - 1] = c0;
   }
-  // Folds lane b of o into lane a (Chan's formula for the moments).
-  void merge_lane(int a, const accumulator& o, int b) {
-    sum[a] += o.sum[b];
-    isum[a] = static_cast<long long>(static_cast<unsigned long long>(isum[a]) + static_cast<unsigned long long>(o.isum[b]));
-    mx[a] = max_of(mx[a], o.mx[b]);
-    const idx_t n = count[a] + o.count[b];
-    if (o.count[b] > 0 && n > 0) {
-      const double d = o.mean[b] - mean[a];
-      const double fb = static_cast<double>(o.count[b]) / static_cast<double>(n);
-      mean[a] += d * fb;
-      m2[a] += o.m2[b] + d * d * static_cast<double>(count[a]) * fb;
-    }
-    count[a] = n;
-  }
-  void merge(int a, int b) { merge_lane(a, *this, b); }
-  // The result of lane l, in the reduction's dtype; `len` is the reduced extent.
-  void finish(int l, idx_t len, double& f, long long& i) const {
-    if constexpr (K == op_kind::sum) {
-      if constexpr (fp) f = static_cast<double>(codegen::to_dtype<DM>(sum[l]));
-      else i = codegen::to_dtype<DM>(isum[l]);
-    } else if constexpr (K == op_kind::amax) {
-      if constexpr (fp) f = static_cast<double>(codegen::to_dtype<DM>(mx[l]));
-      else i = codegen::to_dtype<DM>(mx[l]);
-    } else if constexpr (mean_only) {
-      f = static_cast<double>(codegen::to_dtype<DM>(len > 0 ? sum[l] / static_cast<double>(len) : NAN));
-    } else {
-      const double r = m2[l] / (static_cast<double>(len) - Q::value(M));
-      f = static_cast<double>(codegen::to_dtype<DM>(r));
-    }
-  }
-};
+}
 
 template <class C>
 void row_reduction_host(const group_args<C>& a, int threads) {
@@ -181,7 +162,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
   constexpr int X = Q::operand(Q::reduction(), 0);  // the row domain's shape
   constexpr int rd = Q::rank(X);
   idx_t ext[max_rank] = {};
-  for (int d = 0; d < rd; ++d) ext[d] = a.ext[Q::shape(X, d)];
+  extents_of<C, X>(a, ext);
   idx_t rows = 1;
   for (int d = 0; d + 1 < rd; ++d) rows *= ext[d];
   const idx_t L = ext[rd - 1];
@@ -196,22 +177,16 @@ void row_reduction_host(const group_args<C>& a, int threads) {
     }
     reduction_values<C, 1> rv{};
     const context<C, 1> cx{&a, &rv};
-    // Reductions in dependency order, each a pass over the row: lane l
-    // accumulates positions l, l + W, ...; the lanes are folded at the end.
+    // Reductions in dependency order, each a pass over the row.
     static_for<Q::nlocals()>([&](auto mm) {
       constexpr int M = decltype(mm)::value;
-      if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
-        constexpr int U = Q::operand(M, 0);
-        accumulator<C, M, W> acc;
-        vt<Q::dt(U)> v[W];
+      if constexpr (Q::computes(M)) {
+        auto s = host_reducer<C, M>::identity();
         for (idx_t c0 = 0; c0 < L; c0 += W) {
           idx[rd - 1] = c0;
-          const int n = static_cast<int>(L - c0 < W ? L - c0 : W);
-          eval<C, U, W, rd - 1>(cx, idx, 1, n, v);
-          acc.add(v, n);
+          reduce_run<C, M, W>(cx, idx, static_cast<int>(L - c0 < W ? L - c0 : W), s);
         }
-        for (int l = 1; l < W; ++l) acc.merge(0, l);
-        acc.finish(0, L, rv.f[Q::red_index(M)][0], rv.i[Q::red_index(M)][0]);
+        finish_into<C, M>(rv, 0, s, L);
       }
     });
     // Writes: row-domain shaped values over the row, row-shaped ones once.
@@ -231,6 +206,49 @@ void row_reduction_host(const group_args<C>& a, int threads) {
   }
 }
 
+// Per-lane states of reduction M for W output lanes.
+template <class C, int M, int W>
+struct lane_states {
+  using RD = host_reducer<C, M>;
+  typename RD::state s[W];
+  lane_states() {
+    for (auto& x : s) x = RD::identity();
+  }
+  // one more row: lanes below n take v[l]
+  template <class V>
+  void add(const V* v, int n) {
+    for (int l = 0; l < n; ++l) RD::add(s[l], v[l]);
+  }
+  void merge(const lane_states& o) {
+    for (int l = 0; l < W; ++l) s[l] = RD::combine(s[l], o.s[l]);
+  }
+};
+
+// The values of operand U of reduction M at row t of the reduced axis for
+// the chunk of n output lanes at oidx.
+template <class C, int M, int W, class Ctx, class V>
+void column_values(const Ctx& cx, const idx_t* oidx, idx_t t, int n, V* v) {
+  using Q = prog<C>;
+  constexpr int R0 = Q::reduction();
+  constexpr int X = Q::operand(R0, 0);
+  constexpr int rx = Q::rank(X);
+  constexpr int ax = Q::axis(R0);
+  constexpr int U = Q::operand(M, 0);
+  idx_t iu[max_rank] = {};
+  for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
+  if (n == W) {
+    eval<C, U, W, rx - 1, idx_t>(cx, iu, v);
+  } else {
+    const idx_t c0 = iu[rx - 1];
+    for (int l = 0; l < n; ++l) {
+      iu[rx - 1] = c0 + l;
+      Ctx c1 = cx;
+      c1.lane = l;
+      v[l] = codegen::eval_one<C, U>(c1, iu);
+    }
+  }
+}
+
 // A column reduction (over an outer axis) of extent T: the rows are cut into
 // blocks and the output's chunks of W lanes into tiles; each (block, tile)
 // task walks its rows reading a contiguous run of each, into its own partial
@@ -247,7 +265,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   constexpr int ax = Q::axis(R0);
   constexpr int ro = rx - 1;
   idx_t xext[max_rank] = {};
-  for (int d = 0; d < rx; ++d) xext[d] = a.ext[Q::shape(X, d)];
+  extents_of<C, X>(a, xext);
   // the output index space: X's extents without the reduced axis
   idx_t oext[max_rank] = {};
   for (int d = 0, j = 0; d < rx; ++d)
@@ -291,7 +309,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
       constexpr int w = decltype(ww)::value;
       constexpr int R = Q::write_local(w);
       if constexpr (!Q::dep(R)) {
-        const context<C, 1> cx{&a, nullptr};
+        const context<C, 1> cx{&a};
         for_each_chunk<W>(xext, rx, threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
       }
     });
@@ -301,23 +319,20 @@ void column_reduction_host(const group_args<C>& a, int threads) {
     // Few rows: each chunk reduces all of them and writes, with no partials.
 #pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
     for (idx_t c = 0; c < nchunks; ++c) {
-      idx_t oidx[max_rank] = {}, iu[max_rank] = {};
+      idx_t oidx[max_rank] = {};
       const int n = chunk(c, oidx);
       reduction_values<C, W> rv{};
       const context<C, W> cx{&a, &rv};
       static_for<Q::nlocals()>([&](auto mm) {
         constexpr int M = decltype(mm)::value;
-        if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
-          constexpr int U = Q::operand(M, 0);
-          constexpr int ri = Q::red_index(M);
-          accumulator<C, M, W> acc;
-          vt<Q::dt(U)> v[W];
+        if constexpr (Q::computes(M)) {
+          lane_states<C, M, W> acc;
+          vt<Q::dt(Q::operand(M, 0))> v[W];
           for (idx_t t = 0; t < T; ++t) {
-            for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
-            eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
+            column_values<C, M, W>(cx, oidx, t, n, v);
             acc.add(v, n);
           }
-          for (int l = 0; l < W; ++l) acc.finish(l, T, rv.f[ri][l], rv.i[ri][l]);
+          for (int l = 0; l < W; ++l) finish_into<C, M>(rv, l, acc.s[l], T);
         }
       });
       write_chunk(cx, oidx, n);
@@ -332,34 +347,30 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   // finished values (rvs) for the same outputs.
   static_for<Q::nlocals()>([&](auto mm) {
     constexpr int M = decltype(mm)::value;
-    if constexpr (codegen::is_reduction(Q::op(M)) && Q::nops(M) > 0) {
-      constexpr int U = Q::operand(M, 0);
-      constexpr int ri = Q::red_index(M);
-      std::vector<accumulator<C, M, W>> part(static_cast<std::size_t>(nb * nchunks));
+    if constexpr (Q::computes(M)) {
+      std::vector<lane_states<C, M, W>> part(static_cast<std::size_t>(nb * nchunks));
       const idx_t tasks = nb * ntiles;
 #pragma omp parallel for schedule(dynamic) if (tasks > 1) num_threads(nthreads)
       for (idx_t task = 0; task < tasks; ++task) {
         const idx_t blk = task / ntiles, c0 = (task % ntiles) * tile;
         const idx_t c1 = c0 + tile < nchunks ? c0 + tile : nchunks;
         const idx_t t0 = T * blk / nb, t1 = T * (blk + 1) / nb;
-        vt<Q::dt(U)> v[W];
-        idx_t oidx[max_rank] = {}, iu[max_rank] = {};
+        vt<Q::dt(Q::operand(M, 0))> v[W];
+        idx_t oidx[max_rank] = {};
         for (idx_t t = t0; t < t1; ++t)
           for (idx_t c = c0; c < c1; ++c) {
             const int n = chunk(c, oidx);
-            for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
             const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
-            eval<C, U, W, rx - 1>(cx, iu, 1, n, v);
+            column_values<C, M, W>(cx, oidx, t, n, v);
             part[static_cast<std::size_t>(blk * nchunks + c)].add(v, n);
           }
       }
 #pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
       for (idx_t c = 0; c < nchunks; ++c) {
         auto& acc = part[static_cast<std::size_t>(c)];
-        for (idx_t blk = 1; blk < nb; ++blk)
-          for (int l = 0; l < W; ++l) acc.merge_lane(l, part[static_cast<std::size_t>(blk * nchunks + c)], l);
+        for (idx_t blk = 1; blk < nb; ++blk) acc.merge(part[static_cast<std::size_t>(blk * nchunks + c)]);
         auto& rv = rvs[static_cast<std::size_t>(c)];
-        for (int l = 0; l < W; ++l) acc.finish(l, T, rv.f[ri][l], rv.i[ri][l]);
+        for (int l = 0; l < W; ++l) finish_into<C, M>(rv, l, acc.s[l], T);
       }
     }
   });
@@ -384,9 +395,9 @@ void matmul_host(const group_args<C>& a) {
   constexpr dtype DA = Q::dt(A), DB = Q::dt(B), DM = Q::dt(M);
   using T = std::conditional_t<DM == dtype::f64, double, float>;
   idx_t oe[max_rank] = {}, ae[max_rank] = {}, be[max_rank] = {};
-  for (int d = 0; d < r; ++d) oe[d] = a.ext[Q::shape(M, d)];
-  for (int d = 0; d < r; ++d) ae[d] = a.ext[Q::shape(A, d)];
-  for (int d = 0; d < rb; ++d) be[d] = a.ext[Q::shape(B, d)];
+  extents_of<C, M>(a, oe);
+  extents_of<C, A>(a, ae);
+  extents_of<C, B>(a, be);
   const idx_t m = oe[r - 2], nn = oe[r - 1], k = ae[r - 1];
   std::vector<T> am(static_cast<std::size_t>(m * k)), bm(static_cast<std::size_t>(k * nn)), cm(static_cast<std::size_t>(m * nn));
   idx_t batches = 1;
@@ -426,28 +437,27 @@ template <class Claimant>
 struct has_run_host<Claimant, std::void_t<decltype(Claimant::run_host(std::declval<const claimed_call&>()))>>
     : std::true_type {};
 
-template <class P, int G, class Args, class Outs, class Env>
-void run_group_host(const std::vector<location>& loc, const Args& args, const Outs& outs, const Env& env, int threads) {
-  using C = typename codegen::group_code<P, G>::type;
-  constexpr group_kind kind = P::data.groups[G].kind;
-  const auto ga = group_arguments<P, G>(loc, args, outs, env);
-  if constexpr (kind == group_kind::pointwise) {
-    pointwise_host<C>(ga, threads);
-  } else if constexpr (kind == group_kind::row_reduction) {
-    row_reduction_host<C>(ga, threads);
-  } else if constexpr (kind == group_kind::column_reduction) {
-    column_reduction_host<C>(ga, threads);
-  } else if constexpr (kind == group_kind::matmul) {
-    matmul_host<C>(ga);
-  } else {
-    constexpr int node = P::data.members[P::data.groups[G].member0];
-    constexpr int executor = P::data.groups[G].executor;
-    using claimant = typename P::claimants::template at<executor>;
-    static_assert(has_run_host<claimant>::value,
+// The host's launchers for the shared run skeleton.
+struct host_runner {
+  int threads = 0;
+  std::vector<std::unique_ptr<std::byte[]>> buffers;
+
+  void* allocate(std::size_t bytes) {
+    buffers.emplace_back(new std::byte[bytes > 0 ? bytes : 1]);
+    return buffers.back().get();
+  }
+  template <group_kind K, class C>
+  void launch(const group_args<C>& ga, const group_label&) {
+    if constexpr (K == group_kind::pointwise) pointwise_host<C>(ga, threads);
+    else if constexpr (K == group_kind::row_reduction) row_reduction_host<C>(ga, threads);
+    else if constexpr (K == group_kind::column_reduction) column_reduction_host<C>(ga, threads);
+    else matmul_host<C>(ga);
+  }
+  template <class Claimant, class C>
+  void claimed(const claimed_call& call, const group_args<C>& ga, const group_label&) {
+    static_assert(has_run_host<Claimant>::value,
                   "fusex::host: a claimed op's executor has no run_host(const fusex::claimed_call&)");
-    claimed_operands ops;
-    const claimed_call call = claimed_call_of(P::graph, node, loc, env, ga.out[0], ga.out_str[0], ops);
-    claimant::run_host(call);
+    Claimant::run_host(call);
     // a claimed node returned more than once is copied to its other slots
     for (int w = 1; w < codegen::prog<C>::nwrites(); ++w) {
       const int r = call.out.rank;
@@ -467,27 +477,15 @@ void run_group_host(const std::vector<location>& loc, const Args& args, const Ou
       }
     }
   }
-}
+};
 
 }  // namespace detail::exec
 
 // Runs plan `pl` on the host: inputs and outputs are host memory.
 template <class P, class Policy, class... A, class... O>
-void run(plan<P, Policy> pl, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
-  using PL = plan<P, Policy>;
-  (void)pl;
-  const auto args = bind_args(P{}, in);
-  const auto outs = bind_results(P{}, out);
-  const auto env = check_inputs(P::graph, args.data());
-  check_outputs(P::graph, env, args.data(), outs.data());
-  std::vector<std::unique_ptr<std::byte[]>> buffers;
-  const auto loc = detail::exec::place_values<PL>(args, outs, env, [&](std::size_t bytes) -> void* {
-    buffers.emplace_back(new std::byte[bytes > 0 ? bytes : 1]);
-    return buffers.back().get();
-  });
-  detail::codegen::static_for<PL::data.ngroups>([&](auto gg) {
-    detail::exec::run_group_host<PL, decltype(gg)::value>(loc, args, outs, env, h.threads);
-  });
+void run(plan<P, Policy>, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
+  detail::exec::host_runner ex{h.threads, {}};
+  detail::exec::run_plan<plan<P, Policy>>(ex, in, out);
 }
 
 // A program runs with the default (fused) plan.

@@ -3,6 +3,7 @@
 // intermediate buffers), and the arguments of each group, for any backend.
 
 #include <array>
+#include <cstdio>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -87,19 +88,46 @@ codegen::group_args<typename codegen::group_code<P, G>::type> group_arguments(
   using C = typename codegen::group_code<P, G>::type;
   using Q = codegen::prog<C>;
   codegen::group_args<C> a{};
-  for (int r = 0; r < Q::nreads(); ++r) {
+  // 32-bit lanes need every tensor the group touches, and every shape it
+  // computes over, to span fewer than 2^31 elements.
+  bool narrow = true;
+  auto span_ok = [&](const location& l) {
+    idx_t last = 0;
+    for (int i = 0; i < l.rank; ++i) {
+      if (l.ext[i] == 0) return true;
+      last += (l.ext[i] - 1) * l.str[i];
+    }
+    return last < (idx_t{1} << 31);
+  };
+  codegen::static_for<Q::nreads()>([&](auto rr) {
+    constexpr int r = decltype(rr)::value;
     const location& l = loc[Q::read_node(r)];
     a.in[r] = l.data;
     for (int i = 0; i < l.rank; ++i) a.in_str[r][i] = l.str[i];
-  }
-  for (int w = 0; w < Q::nwrites(); ++w) {
-    const int dest = Q::write_dest(w);
+    narrow = narrow && span_ok(l);
+  });
+  codegen::static_for<Q::nwrites()>([&](auto ww) {
+    constexpr int w = decltype(ww)::value;
+    constexpr int dest = Q::write_dest(w);
     const location l = dest >= 0 ? at(outs[dest]) : loc[Q::node(Q::write_local(w))];
     a.out[w] = const_cast<void*>(l.data);
     for (int i = 0; i < l.rank; ++i) a.out_str[w][i] = l.str[i];
-  }
-  for (int s = 0; s < Q::nexprs(); ++s) a.ext[s] = env[Q::expr_id(s)];
-  for (int s = 0; s < Q::nscalars(); ++s) a.scal[s] = args[Q::scalar_arg(s)].scalar;
+    narrow = narrow && span_ok(l);
+  });
+  codegen::static_for<Q::nlocals()>([&](auto ii) {
+    constexpr int i = decltype(ii)::value;
+    narrow = narrow && env.numel(Q::node(i)) < (idx_t{1} << 31);
+  });
+  codegen::static_for<Q::nexprs()>([&](auto ss) {
+    constexpr int s = decltype(ss)::value;
+    a.ext[s] = env[Q::expr_id(s)];
+    a.div[s] = codegen::fastdiv(a.ext[s]);
+  });
+  codegen::static_for<Q::nscalars()>([&](auto ss) {
+    constexpr int s = decltype(ss)::value;
+    a.scal[s] = args[Q::scalar_arg(s)].scalar;
+  });
+  a.narrow = narrow;
   return a;
 }
 
@@ -141,6 +169,53 @@ claimed_call claimed_call_of(const graph<S>& g, int node, const std::vector<loca
     call.out.str[i] = out_str[i];
   }
   return call;
+}
+
+// "group 3 (row-reduction)": where a failure happened, without a heap
+// allocation per group and run.
+struct group_label {
+  char text[40] = {};
+  group_label(int g, group_kind k) { std::snprintf(text, sizeof text, "group %d (%s)", g, name(k)); }
+  operator const char*() const { return text; }
+};
+
+// The run of a bound plan, the same for every executor: place every value
+// (intermediates from the executor's allocator), then hand each group, in
+// order, to the executor's launcher for its kind:
+//   void* ex.allocate(std::size_t bytes);
+//   template <group_kind K, class C> void ex.launch(const codegen::group_args<C>&, const group_label&);
+//   template <class Claimant, class C> void ex.claimed(const claimed_call&, const codegen::group_args<C>&, const group_label&);
+template <class PL, class Exec, class Args, class Outs, class Env>
+void run_groups(Exec& ex, const Args& args, const Outs& outs, const Env& env) {
+  const auto loc = place_values<PL>(args, outs, env, [&](std::size_t bytes) { return ex.allocate(bytes); });
+  codegen::static_for<PL::data.ngroups>([&](auto gg) {
+    constexpr int G = decltype(gg)::value;
+    constexpr group_kind kind = PL::data.groups[G].kind;
+    const auto ga = group_arguments<PL, G>(loc, args, outs, env);
+    const group_label where(G, kind);
+    if constexpr (kind == group_kind::claimed) {
+      constexpr int node = PL::data.members[PL::data.groups[G].member0];
+      constexpr int executor = PL::data.groups[G].executor;
+      using claimant = typename PL::claimants::template at<executor>;
+      claimed_operands ops;
+      const claimed_call call = claimed_call_of(PL::graph, node, loc, env, ga.out[0], ga.out_str[0], ops);
+      ex.template claimed<claimant>(call, ga, where);
+    } else {
+      ex.template launch<kind>(ga, where);
+    }
+  });
+}
+
+// Binds and checks the arguments of plan PL (every executor does this
+// before touching memory), then runs it on `ex`.
+template <class PL, class Exec, class... A, class... O>
+void run_plan(Exec& ex, const inputs_t<A...>& in, const outputs_t<O...>& out) {
+  using P = typename PL::program_type;
+  const auto args = bind_args(P{}, in);
+  const auto outs = bind_results(P{}, out);
+  const auto env = check_inputs(P::graph, args.data());
+  check_outputs(P::graph, env, args.data(), outs.data());
+  run_groups<PL>(ex, args, outs, env);
 }
 
 }  // namespace detail::exec
