@@ -70,3 +70,15 @@ TEST_CASE("errors are raised before any output is written", "[errors]") {
   REQUIRE_THROWS(fx::run(p_add, fx::reference, fx::inputs(v2(2, 3), v2(2, 4)), fx::outputs(fx::view<float, 2>(out.data(), {2, 3}))));
   for (float v : out) REQUIRE(v == 42.0f);
 }
+
+TEST_CASE("data misaligned for its element type is an error naming the argument", "[errors]") {
+  alignas(8) unsigned char raw[64] = {};
+  const fx::view<const float, 1> skewed(reinterpret_cast<const float*>(raw + 1), {4});
+  REQUIRE_THROWS_AS(fx::evaluate(p_exp, fx::reference, skewed), fx::shape_error);
+  REQUIRE_THROWS_WITH(fx::evaluate(p_exp, fx::reference, skewed),
+                      Contains("fusex::run: argument 0 (t0): data at") && Contains("is not aligned to its f32 elements (4 bytes)"));
+  std::vector<float> out(8);
+  const fx::view<float, 1> skewed_out(reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out.data()) + 2), {4});
+  REQUIRE_THROWS_WITH(fx::run(p_exp, fx::reference, fx::inputs(v1(4)), fx::outputs(skewed_out)),
+                      Contains("fusex::run: output 0 (t1): data at") && Contains("not aligned"));
+}

@@ -211,27 +211,42 @@ def analyse(body):
             nested |= loops[h2]
         memo = {}
 
+        nxt = {}
+
         def visit(b, depth=0):
             if b in memo:
                 return memo[b]
             memo[b] = 0  # guards against cycles left in the graph
-            best = 0
+            best, arg = 0, None
+            cands = []
             for s in g.succ[b]:
                 if s == h or s not in body_l or s in cold:
                     continue
                 if s in nested:
                     # skip over the inner loop: continue at its exits
                     h2 = next(x for x in inner[h] if s in loops[x])
-                    exits = {e for x in loops[h2] for e in g.succ[x] if e not in loops[h2] and e in body_l}
-                    best = max([best] + [visit(e) for e in exits if e != h and e not in cold])
+                    cands += [e for x in loops[h2] for e in g.succ[x]
+                              if e not in loops[h2] and e in body_l and e != h and e not in cold]
                 else:
-                    best = max(best, visit(s))
+                    cands.append(s)
+            for s in cands:
+                v = visit(s)
+                if v > best:
+                    best, arg = v, s
+            nxt[b] = arg
             cost = (0 if b in nested else g.size(b)) + best
             memo[b] = cost
             return cost
 
-        return visit(h)
+        total = visit(h)
+        path, b = [], h
+        while b is not None and len(path) < 10000:
+            path.append(b)
+            b = nxt.get(b)
+        paths[h] = path
+        return total
 
+    paths = {}
     result = {"loops": []}
     for h in sorted(loops, key=lambda x: g.instrs[g.blocks[x][0]].addr):
         depth = sum(1 for h2 in loops if h2 != h and h in loops[h2] and loops[h] <= loops[h2])
@@ -252,6 +267,8 @@ def analyse(body):
             "fast_cost": longest(h) if h not in cold else 0,
             "cold": h in cold,
         })
+    result["paths"] = {hex(g.instrs[g.blocks[h][0]].addr): [g.instrs[i] for b in p for i in g.blocks[b]]
+                       for h, p in paths.items()}
     fast_instrs = [g.instrs[i] for b in g.reach if b not in cold for i in g.blocks[b]]
     all_instrs = [g.instrs[i] for b in g.reach for i in g.blocks[b]]
     result["fast_instrs"] = fast_instrs
@@ -328,19 +345,23 @@ def check_kernel(name, a, props, spec, report):
         fail("writes 16-bit floats but has no F2FP (hardware rounding) instruction")
     if any("0x7fff" in i.args for i in a["all_instrs"] if i.base in ("IADD3", "VIADD", "IMAD", "LOP3")):
         fail("rounds 16-bit floats in integer code (0x7fff bias)")
+    # lanes per thread: the kernel's W template argument (fusex kernels are
+    # template <class Code, int W>), unless the spec says otherwise
+    m = re.search(r"Li(\d+)EEEv", name)
+    lanes = spec.get("elements_per_iteration") or (int(m.group(1)) if m else None)
     per_elem = 0.0
     parts = []
     for lp in a["loops"]:
         if lp["cold"] or lp["fast_cost"] == 0:
             continue
-        elems = spec["elements_per_iteration"] if lp["innermost"] else spec.get("elements_per_outer_iteration")
+        elems = lanes if lp["innermost"] else spec.get("elements_per_outer_iteration")
         if not elems:
             fail(f"loop at {lp['header']} (depth {lp['depth']}) has no elements per iteration in the spec")
             continue
         per_elem += lp["fast_cost"] / elems
         parts.append(f"{lp['fast_cost']}/{elems}")
     limit = budget(spec["bytes_per_element"])
-    report.append(f"  registers {p.get('registers', '?')}, stack {p.get('stack', '?')}, spills "
+    report.append(f"  lanes {lanes}, registers {p.get('registers', '?')}, stack {p.get('stack', '?')}, spills "
                   f"{p.get('spill_stores', '?')}/{p.get('spill_loads', '?')}, SASS {a['total']} instructions, "
                   f"LDG.128 {ldg128}, STG.128 {stg128}, LDS.128 {lds128}, F2FP {f2fp}")
     report.append(f"  fast path: {per_elem:.1f} instructions per element ({' + '.join(parts) or 'no loop'}), "
@@ -349,7 +370,7 @@ def check_kernel(name, a, props, spec, report):
         fail(f"{per_elem:.1f} instructions per element exceed the budget of {limit:.1f}")
     if per_elem == 0:
         fail("no fast-path loop found")
-    return ok, {"registers": p.get("registers"), "stack": p.get("stack"), "per_element": round(per_elem, 2),
+    return ok, {"registers": p.get("registers"), "stack": p.get("stack"), "lanes": lanes, "per_element": round(per_elem, 2),
                 "budget": round(limit, 1), "ldg128": ldg128, "stg128": stg128, "lds128": lds128, "f2fp": f2fp,
                 "sass": a["total"]}
 
@@ -363,6 +384,7 @@ def main():
     ap.add_argument("--nvdisasm")
     ap.add_argument("--json-out", help="append this case's figures to a JSON lines file")
     ap.add_argument("--describe", metavar="CUBIN")
+    ap.add_argument("--path", action="store_true", help="with --describe: print each loop's longest fast path")
     ap.add_argument("--expect-fail", action="append", default=[], metavar="REGEX",
                     help="succeed only if the gate fails with a message matching each REGEX (tests the gate itself)")
     args = ap.parse_args()
@@ -376,6 +398,9 @@ def main():
             print(name[:120], "total", a["total"])
             for lp in a["loops"]:
                 print("   loop", lp)
+                if args.path and lp["header"] in a["paths"] and not lp["cold"]:
+                    for ins in a["paths"][lp["header"]]:
+                        print(f"      {ins.addr:05x} {ins.text}")
         return 0
     with open(args.spec) as f:
         spec = json.load(f)[args.case]

@@ -5,7 +5,7 @@
 
 namespace fx = fusex;
 
-namespace {
+namespace gate {
 
 using T = fx::bf16;
 
@@ -43,35 +43,35 @@ constexpr auto softmax = fx::trace([](fx::tensor<T, 2> x) {
 template <fx::vjp_options O, class Prog>
 using grad = decltype(fx::vjp<O>(Prog{}));
 
-}  // namespace
+}  // namespace gate
 
 #define FUSEX_GATE(plan_type) \
-  template void instantiate<plan_type>(const std::array<fx::bound_arg, plan_type::program_type::sizes.params>&, \
+  template void gate::instantiate<plan_type>(const std::array<fx::bound_arg, plan_type::program_type::sizes.params>&, \
                                        const std::array<fx::bound_arg, plan_type::program_type::sizes.outputs>&, \
                                        const fx::shape_env<plan_type::program_type::sizes>&);
 
 #if FUSEX_GATE_CASE == 1  // dgelu
-FUSEX_GATE(fused<decltype(dgelu)>)
+FUSEX_GATE(gate::fused<decltype(gate::dgelu)>)
 #elif FUSEX_GATE_CASE == 2  // gelu forward
-FUSEX_GATE(fused<decltype(gelu)>)
+FUSEX_GATE(gate::fused<decltype(gate::gelu)>)
 #elif FUSEX_GATE_CASE == 3  // layer_norm forward (y, mean, rstd)
-FUSEX_GATE(decltype(fx::partition(grad<all_args, decltype(layer_norm)>::forward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::all_args, decltype(gate::layer_norm)>::forward)))
 #elif FUSEX_GATE_CASE == 4  // layer_norm backward (dx; dweight, dbias)
-FUSEX_GATE(decltype(fx::partition(grad<all_args, decltype(layer_norm)>::backward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::all_args, decltype(gate::layer_norm)>::backward)))
 #elif FUSEX_GATE_CASE == 5  // rms_norm forward (y, rstd)
-FUSEX_GATE(decltype(fx::partition(grad<all_args, decltype(rms_norm)>::forward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::all_args, decltype(gate::rms_norm)>::forward)))
 #elif FUSEX_GATE_CASE == 6  // rms_norm backward (dx; dweight)
-FUSEX_GATE(decltype(fx::partition(grad<all_args, decltype(rms_norm)>::backward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::all_args, decltype(gate::rms_norm)>::backward)))
 #elif FUSEX_GATE_CASE == 7  // qkv split + rope forward, k and v expanded to n_head heads
-FUSEX_GATE(fused<decltype(qkv_rope<true>)>)
+FUSEX_GATE(gate::fused<decltype(gate::qkv_rope<true>)>)
 #elif FUSEX_GATE_CASE == 8  // qkv split + rope forward, k and v per query group
-FUSEX_GATE(fused<decltype(qkv_rope<false>)>)
+FUSEX_GATE(gate::fused<decltype(gate::qkv_rope<false>)>)
 #elif FUSEX_GATE_CASE == 9  // its backward, expanded (the head sum, then dqkv)
-FUSEX_GATE(decltype(fx::partition(grad<only_first, decltype(qkv_rope<true>)>::backward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::only_first, decltype(gate::qkv_rope<true>)>::backward)))
 #elif FUSEX_GATE_CASE == 10  // its backward, per query group
-FUSEX_GATE(decltype(fx::partition(grad<only_first, decltype(qkv_rope<false>)>::backward)))
+FUSEX_GATE(decltype(fx::partition(gate::grad<gate::only_first, decltype(gate::qkv_rope<false>)>::backward)))
 #elif FUSEX_GATE_CASE == 11  // softmax over rows
-FUSEX_GATE(fused<decltype(softmax)>)
+FUSEX_GATE(gate::fused<decltype(gate::softmax)>)
 #else
 #error "FUSEX_GATE_CASE must name a case of tests/sass/cases.json"
 #endif

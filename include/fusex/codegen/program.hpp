@@ -40,6 +40,18 @@ struct layout {
   static constexpr int write_record = 1;
 };
 
+// The expression a group uses for extent e: one of the extents that ops
+// require to be equal to it (the run-time checks enforce that before any
+// kernel runs), a constant when the class has one. Equal extents then share
+// a slot, which lets kernels see statically that, say, a reshape keeps an
+// axis.
+template <graph_sizes S>
+constexpr int canonical_extent(const graph<S>& g, int e) {
+  for (int x = 0; x < S.exprs; ++x)
+    if (g.eclass[x] == g.eclass[e] && g.exprs[x].kind == expr_kind::constant) return x;
+  return g.eclass[e];
+}
+
 template <int N>
 struct int_array {
   std::int64_t v[N > 0 ? N : 1] = {};
@@ -95,7 +107,7 @@ constexpr group_counts<S> count_group(const graph<S>& g, const plan_data<S>& p, 
     if (is_load(g, p, gi, v)) ++c.nreads;
     if (n.op == op_kind::scalar_param && p.group_of[v] != gi) ++c.nscalars;
     if (p.group_of[v] == gi) c.noperands += n.nargs;
-    for (int d = 0; d < n.rank; ++d) expr_used[n.shape[d]] = 1;
+    for (int d = 0; d < n.rank; ++d) expr_used[canonical_extent(g, n.shape[d])] = 1;
     for (int d = 0; d < 3; ++d)
       if (n.iparam[d] >= 0) expr_used[n.iparam[d]] = 1;
   }
@@ -168,7 +180,7 @@ constexpr int_array<N> encode_group(const graph<S>& g, const plan_data<S>& p, in
     }
     std::uint64_t s1 = 0, shape_word = 0, map_word = 0;
     for (int k = 0; k < n.rank; ++k) {
-      const int es = slot_of_expr(n.shape[k]);
+      const int es = slot_of_expr(canonical_extent(g, n.shape[k]));
       if (es > 254) fusex_error_group_uses_more_than_254_extents();
       shape_word |= static_cast<std::uint64_t>(es) << (8 * k);
       if (is_static1(n.shape[k])) s1 |= std::uint64_t{1} << k;

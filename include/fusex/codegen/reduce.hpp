@@ -38,14 +38,19 @@ FUSEX_HD inline A weight(A b, A n) {
   return b / n;
 }
 
-template <op_kind K, dtype DU, class A, bool MeanOnly = false>
+// K over values of dtype DU held as V (vt<DU> in the fused executors; the
+// reference executor holds every float as a double), accumulated in A.
+template <op_kind K, dtype DU, class A, bool MeanOnly = false, class V = vt<DU>>
 struct reducer {
   static_assert(K == op_kind::sum || K == op_kind::amax || K == op_kind::var_mean, "fusex internal: not a reduction");
   static constexpr bool fp = is_floating(DU);
   static constexpr bool as_sum = K == op_kind::sum || (K == op_kind::var_mean && MeanOnly);
-  using value = vt<DU>;
+  using value = V;
   using state = std::conditional_t<as_sum, std::conditional_t<fp, A, long long>,
                                    std::conditional_t<K == op_kind::amax, value, moments<A>>>;
+  // combine(a, b) == combine(b, a) bit for bit (sums and maxima; not the
+  // moments' pairwise update)
+  static constexpr bool commutative = K != op_kind::var_mean || MeanOnly;
 
   FUSEX_HD static state identity() {
     if constexpr (as_sum) {
@@ -65,6 +70,17 @@ struct reducer {
   FUSEX_HD static value max_of(value a, value b) {
     if constexpr (fp) return math::maximum(a, b);
     else return b > a ? b : a;
+  }
+  // The state of one value.
+  FUSEX_HD static state of(value x) {
+    if constexpr (as_sum) {
+      if constexpr (fp) return static_cast<A>(x);
+      else return static_cast<long long>(x);
+    } else if constexpr (K == op_kind::amax) {
+      return x;
+    } else {
+      return moments<A>{1, static_cast<A>(x), A(0)};
+    }
   }
   FUSEX_HD static void add(state& s, value x) {
     if constexpr (as_sum) {
@@ -95,10 +111,7 @@ struct reducer {
     } else {
       state t[W];
 #pragma unroll
-      for (int l = 0; l < W; ++l) {
-        t[l] = identity();
-        add(t[l], x[l]);
-      }
+      for (int l = 0; l < W; ++l) t[l] = of(x[l]);
 #pragma unroll
       for (int step = 1; step < W; step *= 2)
 #pragma unroll
@@ -121,15 +134,19 @@ struct reducer {
       return moments<A>{n, a.mean + d * fb, a.m2 + b.m2 + d * d * static_cast<A>(a.n) * fb};
     }
   }
-  // The reduction's value over `len` values, in its dtype DM.
+  // The reduction's value over `len` values, before rounding to its dtype.
+  FUSEX_HD static auto value_of(const state& s, long long len, double correction) {
+    if constexpr (K == op_kind::var_mean) {
+      if constexpr (MeanOnly) return len > 0 ? s / static_cast<A>(len) : static_cast<A>(NAN);
+      else return s.m2 / (static_cast<A>(len) - static_cast<A>(correction));
+    } else {
+      return s;
+    }
+  }
+  // ... and in its dtype DM.
   template <dtype DM>
   FUSEX_HD static vt<DM> finish(const state& s, long long len, double correction) {
-    if constexpr (K == op_kind::var_mean) {
-      if constexpr (MeanOnly) return to_dtype<DM>(len > 0 ? s / static_cast<A>(len) : static_cast<A>(NAN));
-      else return to_dtype<DM>(s.m2 / (static_cast<A>(len) - static_cast<A>(correction)));
-    } else {
-      return to_dtype<DM>(s);
-    }
+    return to_dtype<DM>(value_of(s, len, correction));
   }
 };
 

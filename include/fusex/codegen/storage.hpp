@@ -10,6 +10,7 @@
 
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
+#include "../capture/op.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -319,6 +320,199 @@ FUSEX_HD inline void store_lanes(void* p, I off, I step, const vt<D>* v) {
 #endif
 #pragma unroll
   for (int l = 0; l < W; ++l) store_value<D>(p, static_cast<long long>(off) + static_cast<long long>(l) * step, v[l]);
+}
+
+// ---- representations ------------------------------------------------------
+// An evaluation keeps W lanes of a dtype D in registers as rep_n<D, W>
+// values of rep_t<D>. On the device, 16-bit floats stay packed, two per
+// 32-bit word: loads and stores move the words as they are, and add, sub,
+// mul, neg, abs, max, min and where compute on them as bf16x2 / half2 (one
+// correctly rounded instruction per two lanes, no unpacking); other ops
+// unpack, compute in f32 and pack again (F2FP). Elsewhere a lane is vt<D>.
+template <dtype D>
+inline constexpr bool packed16 = FUSEX_DEVICE_PASS && is_16bit(D);
+template <dtype D>
+using rep_t = std::conditional_t<packed16<D>, std::uint32_t, vt<D>>;
+template <dtype D, int W>
+inline constexpr int rep_n = packed16<D> ? (W + 1) / 2 : W;
+
+// The 16 bits of v in dtype D (16-bit floats), at compile time for constants.
+template <dtype D>
+FUSEX_HD constexpr std::uint32_t bits16(float v) {
+  if constexpr (D == dtype::bf16) return bf16::from_float(v);
+  else return f16::from_float(v);
+}
+
+// Lanes as values (vt<D>) from their representation, and back (packing
+// rounds 16-bit values; other dtypes must already hold values of D).
+template <dtype D, int W>
+FUSEX_HD inline void unpack_rep(const rep_t<D>* r, vt<D>* v) {
+  if constexpr (packed16<D>) {
+    if constexpr (W % 2 == 0) {
+      unpack_words<D, W>(r, v);
+    } else {
+      vt<D> t[W + 1];
+      unpack_words<D, W + 1>(r, t);
+#pragma unroll
+      for (int l = 0; l < W; ++l) v[l] = t[l];
+    }
+  } else {
+#pragma unroll
+    for (int l = 0; l < W; ++l) v[l] = r[l];
+  }
+}
+template <dtype D, int W>
+FUSEX_HD inline void pack_rep(const vt<D>* v, rep_t<D>* r) {
+  if constexpr (packed16<D>) {
+    if constexpr (W % 2 == 0) {
+      pack_words<D, W>(v, r);
+    } else {
+      vt<D> t[W + 1];
+#pragma unroll
+      for (int l = 0; l < W; ++l) t[l] = v[l];
+      t[W] = 0;
+      pack_words<D, W + 1>(t, r);
+    }
+  } else {
+#pragma unroll
+    for (int l = 0; l < W; ++l) r[l] = v[l];
+  }
+}
+// All W lanes equal to v (a value of D, or a 16-bit value to round).
+template <dtype D, int W>
+FUSEX_HD inline void splat_rep(vt<D> v, rep_t<D>* r) {
+  if constexpr (packed16<D>) {
+    vt<D> t[2] = {v, v};
+    std::uint32_t w[1];
+    pack_words<D, 2>(t, w);
+#pragma unroll
+    for (int k = 0; k < rep_n<D, W>; ++k) r[k] = w[0];
+  } else {
+#pragma unroll
+    for (int l = 0; l < W; ++l) r[l] = v;
+  }
+}
+// A compile-time constant, folded (no rounding instruction).
+template <dtype D, int W>
+FUSEX_HD inline void splat_constant(double v, rep_t<D>* r) {
+  if constexpr (packed16<D>) {
+    constexpr int n = rep_n<D, W>;
+    const std::uint32_t h = bits16<D>(static_cast<float>(v));
+    const std::uint32_t w = h | h << 16;
+#pragma unroll
+    for (int k = 0; k < n; ++k) r[k] = w;
+  } else {
+    splat_rep<D, W>(to_dtype<D>(v), r);
+  }
+}
+// Lane l (a compile-time index) as a value.
+template <dtype D>
+FUSEX_HD inline vt<D> rep_value(const rep_t<D>* r, int l) {
+  if constexpr (packed16<D>) {
+    vt<D> t[2];
+    unpack_words<D, 2>(r + l / 2, t);
+    return t[l % 2];
+  } else {
+    return r[l];
+  }
+}
+
+#if FUSEX_DEVICE_PASS
+// bf16x2 / half2 arithmetic on packed words.
+template <dtype D>
+struct packed_ops {
+  using V = std::conditional_t<D == dtype::bf16, __nv_bfloat162, __half2>;
+  using raw = std::conditional_t<D == dtype::bf16, __nv_bfloat162_raw, __half2_raw>;
+  __device__ static V from(std::uint32_t w) {
+    raw r;
+    r.x = static_cast<unsigned short>(w & 0xffffu);
+    r.y = static_cast<unsigned short>(w >> 16);
+    return V(r);
+  }
+  __device__ static std::uint32_t to(V v) {
+    const raw r = v;
+    return static_cast<std::uint32_t>(r.x) | static_cast<std::uint32_t>(r.y) << 16;
+  }
+};
+#endif
+
+// Can op K compute on packed 16-bit lanes (operands and result of dtype D)?
+FUSEX_HD constexpr bool packed_op(op_kind k) {
+  return k == op_kind::add || k == op_kind::sub || k == op_kind::mul || k == op_kind::neg || k == op_kind::abs ||
+         k == op_kind::maximum || k == op_kind::minimum;
+}
+
+// Packed words of lanes: a = op(a, b) for the binary ops, a = op(a) for neg, abs.
+template <op_kind K, dtype D>
+FUSEX_HD inline std::uint32_t packed_apply(std::uint32_t a, std::uint32_t b) {
+#if FUSEX_DEVICE_PASS
+  using O = packed_ops<D>;
+  if constexpr (K == op_kind::neg) return a ^ 0x80008000u;
+  else if constexpr (K == op_kind::abs) return a & 0x7fff7fffu;
+  else if constexpr (K == op_kind::add) return O::to(__hadd2_rn(O::from(a), O::from(b)));
+  else if constexpr (K == op_kind::sub) return O::to(__hsub2_rn(O::from(a), O::from(b)));
+  else if constexpr (K == op_kind::mul) return O::to(__hmul2_rn(O::from(a), O::from(b)));
+  else if constexpr (K == op_kind::maximum) return O::to(__hmax2_nan(O::from(a), O::from(b)));
+  else return O::to(__hmin2_nan(O::from(a), O::from(b)));
+#else
+  (void)b;
+  return a;  // host values are never packed
+#endif
+}
+
+// W lanes in representation at p + off + l * step: 16-bit floats as words.
+template <dtype D, int W, class I, bool Shared = false>
+FUSEX_HD inline void load_rep(const void* p, I off, I step, rep_t<D>* out) {
+  if constexpr (packed16<D>) {
+#if FUSEX_DEVICE_PASS
+    constexpr int VB = vector_bytes<D, W>();
+    const unsigned short* q = static_cast<const unsigned short*>(p) + off;
+    if constexpr (VB > 0) {
+      if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
+#pragma unroll
+        for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k) {
+          if constexpr (Shared) load_shared_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, out + k * VB / 4);
+          else load_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, out + k * VB / 4);
+        }
+        return;
+      }
+      FUSEX_COLD();
+    }
+#pragma unroll
+    for (int k = 0; k < rep_n<D, W>; ++k) {
+      const std::uint32_t lo = q[static_cast<long long>(2 * k) * step];
+      const std::uint32_t hi = 2 * k + 1 < W ? q[static_cast<long long>(2 * k + 1) * step] : 0u;
+      out[k] = lo | hi << 16;
+    }
+#endif
+  } else {
+    load_lanes<D, W, I, Shared>(p, off, step, out);
+  }
+}
+
+// W lanes in representation to p + off + l * step.
+template <dtype D, int W, class I>
+FUSEX_HD inline void store_rep(void* p, I off, I step, const rep_t<D>* v) {
+  if constexpr (packed16<D>) {
+#if FUSEX_DEVICE_PASS
+    constexpr int VB = vector_bytes<D, W>();
+    unsigned short* q = static_cast<unsigned short*>(p) + off;
+    if constexpr (VB > 0) {
+      if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
+#pragma unroll
+        for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k)
+          store_vector<VB>(reinterpret_cast<unsigned char*>(q) + k * VB, v + k * VB / 4);
+        return;
+      }
+      FUSEX_COLD();
+    }
+#pragma unroll
+    for (int l = 0; l < W; ++l)
+      q[static_cast<long long>(l) * step] = static_cast<unsigned short>(l % 2 == 0 ? v[l / 2] & 0xffffu : v[l / 2] >> 16);
+#endif
+  } else {
+    store_lanes<D, W, I>(p, off, step, v);
+  }
 }
 
 }  // namespace fusex::detail::codegen

@@ -28,8 +28,18 @@ FUSEX_HD inline float rsqrt(float x) { return ::rsqrtf(x); }
 FUSEX_HD inline float pow(float x, float y) { return ::powf(x, y); }
 FUSEX_HD inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
 FUSEX_HD inline float abs(float x) { return ::fabsf(x); }
-FUSEX_HD inline float maximum(float a, float b) { return (a != a || b != b) ? a + b : ::fmaxf(a, b); }
-FUSEX_HD inline float minimum(float a, float b) { return (a != a || b != b) ? a + b : ::fminf(a, b); }
+FUSEX_HD inline float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+// NaN-propagating max and min in one instruction (PTX max.NaN, sm_80+).
+FUSEX_HD inline float maximum(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+FUSEX_HD inline float minimum(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 FUSEX_HD inline double abs(double x) { return ::fabs(x); }
 FUSEX_HD inline double maximum(double a, double b) { return (a != a || b != b) ? a + b : ::fmax(a, b); }
 FUSEX_HD inline double minimum(double a, double b) { return (a != a || b != b) ? a + b : ::fmin(a, b); }
@@ -214,6 +224,7 @@ inline float sqrt(float x) {
 
 inline float pow(float x, float y) { return std::pow(x, y); }
 inline float abs(float x) { return detail::bits_to_float(detail::float_to_bits(x) & 0x7fffffffu); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
 // NaN-propagating maximum and minimum (a + b is NaN when either is).
 inline float maximum(float a, float b) { return sel(a != a || b != b, a + b, sel(a > b, a, b)); }
 inline float minimum(float a, float b) { return sel(a != a || b != b, a + b, sel(a < b, a, b)); }

@@ -50,8 +50,12 @@ inline int omp_default_threads() {
 
 // Writes the chunk of n lanes at idx of write w (root R): a full run in
 // lanes mode, a partial one value by value.
+// Each takes its own copy of the context: its failure flag (a lanes-mode
+// evaluation that must be redone value by value) belongs to one chunk, and
+// chunks run on several threads.
 template <class C, int R, int W, class Ctx>
-void write_lanes(const Ctx& cx, const group_args<C>& a, int w, const idx_t* idx, int n) {
+void write_lanes(const Ctx& shared, const group_args<C>& a, int w, const idx_t* idx, int n) {
+  const Ctx cx = shared;
   using Q = prog<C>;
   constexpr dtype D = Q::dt(R);
   constexpr int r = Q::rank(R);
@@ -62,10 +66,15 @@ void write_lanes(const Ctx& cx, const group_args<C>& a, int w, const idx_t* idx,
   } else {
     const idx_t step = a.out_str[w][r - 1];
     if (n == W) {
-      vt<D> v[W];
+      codegen::rep_t<D> v[codegen::rep_n<D, W>];
       eval<C, R, W, r - 1, idx_t, true>(cx, idx, v);
-      codegen::store_lanes<D, W>(a.out[w], off, step, v);
-    } else {
+      if (!cx.failed) {
+        codegen::store_rep<D, W>(a.out[w], off, step, v);
+        return;
+      }
+      cx.failed = false;  // a remap split the lanes: value by value
+    }
+    {
       idx_t il[r];
       for (int d = 0; d < r; ++d) il[d] = idx[d];
       for (int l = 0; l < n; ++l) {
@@ -136,16 +145,22 @@ void finish_into(reduction_values<C, RW>& rv, int l, const typename host_reducer
 // Adds the values of operand U of a reduction at the run of n lanes at idx
 // (along the last axis) to s: a full run in lanes mode, else value by value.
 template <class C, int M, int W, class Ctx>
-void reduce_run(const Ctx& cx, idx_t* idx, int n, typename host_reducer<C, M>::state& s) {
+void reduce_run(const Ctx& shared, idx_t* idx, int n, typename host_reducer<C, M>::state& s) {
+  const Ctx cx = shared;
   using Q = prog<C>;
   constexpr int U = Q::operand(M, 0);
   constexpr int ru = Q::rank(U);
   using RD = host_reducer<C, M>;
   if (n == W) {
     vt<Q::dt(U)> v[W];
-    eval<C, U, W, ru - 1, idx_t>(cx, idx, v);
-    RD::template add_lanes<W>(s, v);
-  } else {
+    codegen::eval_values<C, U, W, ru - 1, idx_t>(cx, idx, v);
+    if (!cx.failed) {
+      RD::template add_lanes<W>(s, v);
+      return;
+    }
+    cx.failed = false;
+  }
+  {
     const idx_t c0 = idx[ru - 1];
     for (int l = 0; l < n; ++l) {
       idx[ru - 1] = c0 + l;
@@ -227,7 +242,8 @@ struct lane_states {
 // The values of operand U of reduction M at row t of the reduced axis for
 // the chunk of n output lanes at oidx.
 template <class C, int M, int W, class Ctx, class V>
-void column_values(const Ctx& cx, const idx_t* oidx, idx_t t, int n, V* v) {
+void column_values(const Ctx& shared, const idx_t* oidx, idx_t t, int n, V* v) {
+  const Ctx cx = shared;
   using Q = prog<C>;
   constexpr int R0 = Q::reduction();
   constexpr int X = Q::operand(R0, 0);
@@ -237,8 +253,11 @@ void column_values(const Ctx& cx, const idx_t* oidx, idx_t t, int n, V* v) {
   idx_t iu[max_rank] = {};
   for (int d = 0, j = 0; d < rx; ++d) iu[d] = d == ax ? t : oidx[j++];
   if (n == W) {
-    eval<C, U, W, rx - 1, idx_t>(cx, iu, v);
-  } else {
+    codegen::eval_values<C, U, W, rx - 1, idx_t>(cx, iu, v);
+    if (!cx.failed) return;
+    cx.failed = false;
+  }
+  {
     const idx_t c0 = iu[rx - 1];
     for (int l = 0; l < n; ++l) {
       iu[rx - 1] = c0 + l;

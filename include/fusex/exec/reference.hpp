@@ -6,6 +6,8 @@
 // obviously right.
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,6 +16,8 @@
 #include "../capture/graph.hpp"
 #include "../runtime/bind.hpp"
 #include "../runtime/storage.hpp"
+#include "../codegen/ops.hpp"
+#include "../codegen/reduce.hpp"
 #include "host_blas.hpp"
 
 namespace fusex {
@@ -78,86 +82,40 @@ inline index_t broadcast_offset(const value& v, const index_t* idx) {
   return off;
 }
 
+// The prims' scalar meaning comes from codegen/ops.hpp, the one definition
+// every executor uses; here it is applied in double (int64 for integers)
+// through tables indexed by op_kind, so a new op needs no case here.
+template <class T, std::size_t... I>
+constexpr auto unary_table(std::index_sequence<I...>) {
+  using fn = T (*)(T);
+  return std::array<fn, sizeof...(I)>{
+      +[](T x) { return codegen::unary<static_cast<op_kind>(static_cast<int>(op_kind::neg) + static_cast<int>(I))>(x); }...};
+}
+template <class T, std::size_t... I>
+constexpr auto binary_table(std::index_sequence<I...>) {
+  using fn = T (*)(T, T);
+  return std::array<fn, sizeof...(I)>{+[](T a, T b) {
+    return static_cast<T>(codegen::binary<static_cast<op_kind>(static_cast<int>(op_kind::add) + static_cast<int>(I))>(a, b));
+  }...};
+}
+inline constexpr std::size_t num_unary = static_cast<std::size_t>(op_kind::sigmoid) - static_cast<std::size_t>(op_kind::neg) + 1;
+inline constexpr std::size_t num_binary = static_cast<std::size_t>(op_kind::ge) - static_cast<std::size_t>(op_kind::add) + 1;
+
 inline double unary_f(op_kind k, double x) {
-  switch (k) {
-    case op_kind::neg: return -x;
-    case op_kind::abs: return std::fabs(x);
-    case op_kind::exp: return std::exp(x);
-    case op_kind::exp2: return std::exp2(x);
-    case op_kind::log: return std::log(x);
-    case op_kind::log1p: return std::log1p(x);
-    case op_kind::sqrt: return std::sqrt(x);
-    case op_kind::rsqrt: return 1.0 / std::sqrt(x);
-    case op_kind::reciprocal: return 1.0 / x;
-    case op_kind::erf: return std::erf(x);
-    case op_kind::tanh: return std::tanh(x);
-    case op_kind::sin: return std::sin(x);
-    case op_kind::cos: return std::cos(x);
-    case op_kind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    default: return x;
-  }
+  static constexpr auto table = unary_table<double>(std::make_index_sequence<num_unary>{});
+  return table[static_cast<std::size_t>(k) - static_cast<std::size_t>(op_kind::neg)](x);
 }
-
 inline std::int64_t unary_i(op_kind k, std::int64_t x) {
-  const std::uint64_t u = static_cast<std::uint64_t>(x);
-  switch (k) {
-    case op_kind::neg: return static_cast<std::int64_t>(0 - u);
-    case op_kind::abs: return x < 0 ? static_cast<std::int64_t>(0 - u) : x;
-    default: return x;
-  }
+  static constexpr auto table = unary_table<long long>(std::make_index_sequence<num_unary>{});
+  return table[static_cast<std::size_t>(k) - static_cast<std::size_t>(op_kind::neg)](x);
 }
-
 inline double binary_f(op_kind k, double a, double b) {
-  switch (k) {
-    case op_kind::add: return a + b;
-    case op_kind::sub: return a - b;
-    case op_kind::mul: return a * b;
-    case op_kind::div: return a / b;
-    case op_kind::pow: return std::pow(a, b);
-    case op_kind::maximum: return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (a > b ? a : b);
-    case op_kind::minimum: return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (a < b ? a : b);
-    case op_kind::eq: return a == b;
-    case op_kind::ne: return a != b;
-    case op_kind::lt: return a < b;
-    case op_kind::le: return a <= b;
-    case op_kind::gt: return a > b;
-    case op_kind::ge: return a >= b;
-    default: return 0;
-  }
+  static constexpr auto table = binary_table<double>(std::make_index_sequence<num_binary>{});
+  return table[static_cast<std::size_t>(k) - static_cast<std::size_t>(op_kind::add)](a, b);
 }
-
-inline std::int64_t ipow(std::int64_t base, std::int64_t e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-  std::uint64_t r = 1, b = static_cast<std::uint64_t>(base);
-  while (e > 0) {
-    if (e & 1) r *= b;
-    b *= b;
-    e >>= 1;
-  }
-  return static_cast<std::int64_t>(r);
-}
-
 inline std::int64_t binary_i(op_kind k, std::int64_t a, std::int64_t b) {
-  const std::uint64_t ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
-  switch (k) {
-    case op_kind::add: return static_cast<std::int64_t>(ua + ub);
-    case op_kind::sub: return static_cast<std::int64_t>(ua - ub);
-    case op_kind::mul: return static_cast<std::int64_t>(ua * ub);
-    case op_kind::div:  // truncating; x / 0 is defined as 0
-      if (b == 0) return 0;
-      if (b == -1) return static_cast<std::int64_t>(0 - ua);
-      return a / b;
-    case op_kind::pow: return ipow(a, b);
-    case op_kind::maximum: return a > b ? a : b;
-    case op_kind::minimum: return a < b ? a : b;
-    case op_kind::eq: return a == b;
-    case op_kind::ne: return a != b;
-    case op_kind::lt: return a < b;
-    case op_kind::le: return a <= b;
-    case op_kind::gt: return a > b;
-    case op_kind::ge: return a >= b;
-    default: return 0;
-  }
+  static constexpr auto table = binary_table<long long>(std::make_index_sequence<num_binary>{});
+  return table[static_cast<std::size_t>(k) - static_cast<std::size_t>(op_kind::add)](a, b);
 }
 
 inline void set_result(value& out, index_t k, double v) {
@@ -323,11 +281,16 @@ class evaluator {
     }
   }
 
-  void reduction(int id, value& out) {
+  // Reductions through the descriptors every executor uses
+  // (codegen/reduce.hpp), over doubles (int64 for integers) in double.
+  template <op_kind K, dtype DU, bool MeanOnly>
+  void reduce_with(int id, value& out) {
     const node& n = g_.nodes[id];
     const value& x = arg(id, 0);
     const bool keep = n.flag & 1;
     const index_t len = x.ext[n.axis];
+    using V = std::conditional_t<is_floating(DU), double, long long>;
+    using RD = codegen::reducer<K, DU, double, MeanOnly, V>;
     for_each_index(out.ext, out.rank, [&](const index_t* idx, index_t lin) {
       index_t base = 0;
       for (int i = 0, j = 0; i < x.rank; ++i) {
@@ -338,48 +301,36 @@ class evaluator {
         base += idx[j++] * x.str[i];
       }
       const index_t step = x.str[n.axis];
-      if (n.op == op_kind::sum) {
-        if (x.is_int()) {
-          std::uint64_t s = 0;
-          for (index_t r = 0; r < len; ++r) s += static_cast<std::uint64_t>(x.i[base + r * step]);
-          set_result(out, lin, static_cast<std::int64_t>(s));
-        } else {
-          double s = 0;
-          for (index_t r = 0; r < len; ++r) s += x.f[base + r * step];
-          set_result(out, lin, s);
-        }
-      } else if (n.op == op_kind::amax) {
-        if (x.is_int()) {
-          std::int64_t m = x.dt == dtype::i32 ? std::numeric_limits<std::int32_t>::min()
-                           : x.dt == dtype::b8 ? 0
-                                               : std::numeric_limits<std::int64_t>::min();
-          for (index_t r = 0; r < len; ++r) m = std::max(m, x.i[base + r * step]);
-          set_result(out, lin, m);
-        } else {
-          double m = -std::numeric_limits<double>::infinity();
-          for (index_t r = 0; r < len; ++r) {
-            const double v = x.f[base + r * step];
-            if (std::isnan(v) || v > m) m = v;
-            if (std::isnan(m)) break;
-          }
-          set_result(out, lin, m);
-        }
-      } else {  // var_mean, two-pass in double
-        double s = 0;
-        for (index_t r = 0; r < len; ++r) s += x.f[base + r * step];
-        const double mean = s / static_cast<double>(len);
-        if (n.flag & 2) {
-          set_result(out, lin, mean);
-        } else {
-          double q = 0;
-          for (index_t r = 0; r < len; ++r) {
-            const double d = x.f[base + r * step] - mean;
-            q += d * d;
-          }
-          set_result(out, lin, q / (static_cast<double>(len) - n.value));
-        }
+      auto s = RD::identity();
+      for (index_t r = 0; r < len; ++r) {
+        if constexpr (is_floating(DU)) RD::add(s, x.f[base + r * step]);
+        else RD::add(s, static_cast<long long>(x.i[base + r * step]));
       }
+      const auto v = RD::value_of(s, len, n.value);
+      if constexpr (std::is_floating_point_v<decltype(v)>) set_result(out, lin, static_cast<double>(v));
+      else set_result(out, lin, static_cast<std::int64_t>(v));
     });
+  }
+  template <dtype DU>
+  void reduction_of(int id, value& out) {
+    const node& n = g_.nodes[id];
+    if (n.op == op_kind::sum) reduce_with<op_kind::sum, DU, false>(id, out);
+    else if (n.op == op_kind::amax) reduce_with<op_kind::amax, DU, false>(id, out);
+    else if constexpr (is_floating(DU)) {
+      if (n.flag & 2) reduce_with<op_kind::var_mean, DU, true>(id, out);
+      else reduce_with<op_kind::var_mean, DU, false>(id, out);
+    }
+  }
+  void reduction(int id, value& out) {
+    switch (arg(id, 0).dt) {
+      case dtype::b8: reduction_of<dtype::b8>(id, out); break;
+      case dtype::i32: reduction_of<dtype::i32>(id, out); break;
+      case dtype::i64: reduction_of<dtype::i64>(id, out); break;
+      case dtype::f16: reduction_of<dtype::f16>(id, out); break;
+      case dtype::bf16: reduction_of<dtype::bf16>(id, out); break;
+      case dtype::f32: reduction_of<dtype::f32>(id, out); break;
+      case dtype::f64: reduction_of<dtype::f64>(id, out); break;
+    }
   }
 
   void matmul(int id, value& out) {

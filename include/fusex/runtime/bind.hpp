@@ -392,6 +392,10 @@ inline void check_view(const bound_arg& a, const std::string& who) {
   }
   if (a.data == nullptr && a.size() > 0)
     throw argument_error(who + ": null data for " + std::to_string(a.size()) + " elements");
+  const auto addr = reinterpret_cast<std::uintptr_t>(a.data);
+  if (a.size() > 0 && addr % static_cast<std::uintptr_t>(size_of(a.dt)) != 0)
+    throw shape_error(who + ": data at " + std::to_string(addr) + " is not aligned to its " + name(a.dt) + " elements (" +
+                      std::to_string(size_of(a.dt)) + " bytes)");
 }
 
 // Byte range [lo, hi) spanned by a view; empty for zero elements.

@@ -106,11 +106,14 @@ __device__ inline void write_dependent(const codegen::context<C, W>& cx, const i
           int i32[r];
 #pragma unroll
           for (int d = 0; d < r; ++d) i32[d] = static_cast<int>(idx[d]);
-          vt<D> v[W];
+          codegen::rep_t<D> v[codegen::rep_n<D, W>];
           codegen::eval<C, R, W, r - 1, int, true>(cx, i32, v);
-          const int step = static_cast<int>(a.out_str[w][r - 1]);
-          codegen::store_lanes<D, W, int>(a.out[w], static_cast<int>(off), step, v);
-          return;
+          if (!cx.failed) {
+            const int step = static_cast<int>(a.out_str[w][r - 1]);
+            codegen::store_rep<D, W, int>(a.out[w], static_cast<int>(off), step, v);
+            return;
+          }
+          cx.failed = false;
         }
       }
       FUSEX_COLD();
@@ -144,7 +147,7 @@ __device__ inline void load_finished(const column_work<C>& work, int lv, int p, 
 // One tile: CX chunks x the rows of block blockIdx.y, for the reductions of
 // level work.level; partial states out (or, with one block, the results).
 template <class C, int W>
-__global__ void __launch_bounds__(block_threads) column_tile_kernel(const __grid_constant__ group_args<C> a,
+__global__ void __launch_bounds__(block_threads, 4) column_tile_kernel(const __grid_constant__ group_args<C> a,
                                                                     const __grid_constant__ column_work<C> work) {
   using Q = prog<C>;
   using CS = column_shape<C>;
@@ -185,10 +188,15 @@ __global__ void __launch_bounds__(block_threads) column_tile_kernel(const __grid
               int idx[CS::rx];
               column_coords<C>(oidx, t, idx);
               vt<Q::dt(U)> v[W];
-              codegen::eval<C, U, W, CS::rx - 1, int>(cxt, idx, v);
+              codegen::eval_values<C, U, W, CS::rx - 1, int>(cxt, idx, v);
+              if (!cxt.failed) {
 #pragma unroll
-              for (int l = 0; l < W; ++l) RD::add(s[l], v[l]);
-            } else {
+                for (int l = 0; l < W; ++l) RD::add(s[l], v[l]);
+                continue;
+              }
+              cxt.failed = false;
+            }
+            {
               FUSEX_COLD();
               idx_t idx[CS::rx];
               column_coords<C>(oidx, static_cast<idx_t>(t), idx);
@@ -263,10 +271,15 @@ __global__ void __launch_bounds__(block_threads) column_tile_kernel(const __grid
             int off = 0;
 #pragma unroll
             for (int d = 0; d < CS::rx; ++d) off += idx[d] * static_cast<int>(a.out_str[w][d]);
-            vt<D> v[W];
+            codegen::rep_t<D> v[codegen::rep_n<D, W>];
             codegen::eval<C, R, W, CS::rx - 1, int, true>(cx1, idx, v);
-            codegen::store_lanes<D, W, int>(a.out[w], off, static_cast<int>(a.out_str[w][CS::rx - 1]), v);
-          } else {
+            if (!cx1.failed) {
+              codegen::store_rep<D, W, int>(a.out[w], off, static_cast<int>(a.out_str[w][CS::rx - 1]), v);
+              continue;
+            }
+            cx1.failed = false;
+          }
+          {
             FUSEX_COLD();
             idx_t idx[CS::rx];
             column_coords<C>(oidx, static_cast<idx_t>(t), idx);
@@ -289,7 +302,7 @@ __global__ void __launch_bounds__(block_threads) column_tile_kernel(const __grid
 // Merges the nb partial states of each output in block order, finishes
 // them, and (after the last level) writes the values that depend on them.
 template <class C, int W>
-__global__ void __launch_bounds__(block_threads) column_merge_kernel(const __grid_constant__ group_args<C> a,
+__global__ void __launch_bounds__(block_threads, 4) column_merge_kernel(const __grid_constant__ group_args<C> a,
                                                                      const __grid_constant__ column_work<C> work) {
   using Q = prog<C>;
   using CS = column_shape<C>;

@@ -18,7 +18,7 @@ using codegen::vt;
 inline constexpr int block_threads = 256;
 
 // Lanes per thread: `bytes` of the narrowest tensor the group loads or
-// writes, at most 16. Each operand then moves as one or more 16-byte
+// writes, at most 32. Each operand then moves as one or more 16-byte
 // vectors (an f32 input of a bf16 group: twice as many as a bf16 one).
 // Pointwise kernels take 32 bytes: the index arithmetic of a run is then
 // shared by 16 bf16 lanes.
@@ -33,7 +33,7 @@ consteval int lanes_for(int bytes) {
     narrowest = s < narrowest ? s : narrowest;
   }
   const int w = bytes / narrowest;
-  return w > 16 ? 16 : w < 1 ? 1 : w;
+  return w > 32 ? 32 : w < 1 ? 1 : w;
 }
 
 inline unsigned grid_for(idx_t items, int per_sm = 8) {

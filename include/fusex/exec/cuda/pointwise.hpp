@@ -65,11 +65,14 @@ __device__ inline void pointwise_item(const codegen::context<C, 1>& cx, const po
     if constexpr (std::is_same_v<I, int>) {
       if (col0 >= 0 && col0 + W <= last) {
         idx[r - 1] = col0;
-        vt<D> v[W];
+        codegen::rep_t<D> v[codegen::rep_n<D, W>];
         codegen::eval<C, R, W, r - 1, I, true>(cx, idx, v);
-        const I step = static_cast<I>(a.out_str[w][r - 1]);
-        codegen::store_lanes<D, W, I>(a.out[w], off + col0 * step, step, v);
-        return;
+        if (!cx.failed) {
+          const I step = static_cast<I>(a.out_str[w][r - 1]);
+          codegen::store_rep<D, W, I>(a.out[w], off + col0 * step, step, v);
+          return;
+        }
+        cx.failed = false;  // a remap split the lanes: value by value below
       }
     }
     const I lo = col0 < 0 ? -col0 : 0;
@@ -78,8 +81,20 @@ __device__ inline void pointwise_item(const codegen::context<C, 1>& cx, const po
   }
 }
 
+// The write that item belongs to, as an if-else chain: an item runs one
+// write's code.
+template <class C, int w, int W, class I>
+__device__ inline void dispatch_item(const codegen::context<C, 1>& cx, const pointwise_work<C>& work, I item) {
+  if constexpr (w + 1 < prog<C>::nwrites()) {
+    if (item < static_cast<I>(work.begin[w + 1])) pointwise_item<C, w, W, I>(cx, work, item);
+    else dispatch_item<C, w + 1, W, I>(cx, work, item);
+  } else {
+    pointwise_item<C, w, W, I>(cx, work, item);
+  }
+}
+
 template <class C, int W>
-__global__ void __launch_bounds__(block_threads) pointwise_kernel(const __grid_constant__ group_args<C> a,
+__global__ void __launch_bounds__(block_threads, 3) pointwise_kernel(const __grid_constant__ group_args<C> a,
                                                                   const __grid_constant__ pointwise_work<C> work) {
   using Q = prog<C>;
   const codegen::context<C, 1> cx{&a};
@@ -87,13 +102,8 @@ __global__ void __launch_bounds__(block_threads) pointwise_kernel(const __grid_c
     using I = decltype(tag);
     const I total = static_cast<I>(work.begin[Q::nwrites()]);
     const I stride = static_cast<I>(gridDim.x) * block_threads;
-    for (I item = static_cast<I>(blockIdx.x) * block_threads + threadIdx.x; item < total; item += stride) {
-      static_for<Q::nwrites()>([&](auto ww) {
-        constexpr int w = decltype(ww)::value;
-        if (item >= static_cast<I>(work.begin[w]) && item < static_cast<I>(work.begin[w + 1]))
-          pointwise_item<C, w, W, I>(cx, work, item);
-      });
-    }
+    for (I item = static_cast<I>(blockIdx.x) * block_threads + threadIdx.x; item < total; item += stride)
+      dispatch_item<C, 0, W, I>(cx, work, item);
   };
   if (a.narrow) {
     loop(int{});

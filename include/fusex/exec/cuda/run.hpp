@@ -87,7 +87,7 @@ struct cuda_runner {
     if constexpr (K == group_kind::pointwise) {
       if (!dry) launch_pointwise(ga, s.stream, where);
     } else if constexpr (K == group_kind::row_reduction) {
-      if (!dry) launch_row_reduction(ga, s.stream, where);
+      launch_row_reduction(ga, s.stream, where, mem, dry);
     } else if constexpr (K == group_kind::column_reduction) {
       launch_column_reduction(ga, s.stream, where, mem, dry);
     } else {

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The GPU checks, one command for a machine with an NVIDIA GPU:
+#   1. builds the CUDA tests and benchmarks with every core (sm_90 machine code);
+#   2. runs the CUDA tests (Catch2, label gpu);
+#   3. runs them under compute-sanitizer: memcheck on all (but the one over
+#      2^31 elements), racecheck and synccheck on the row and column kernels;
+#   4. runs the CUDA benchmarks with JSON output, each case beside a
+#      device-to-device copy of its minimum bytes in the same run;
+#   5. writes each fused kernel's time as a percentage of that copy, as
+#      markdown and JSON (tools/gpu_report.py), into OUT_DIR.
+#
+#   bash scripts/gpu_check.sh OUT_DIR
+#
+# Catch2 and Google Benchmark come from the system, or, on a machine that
+# reaches no package registry, from Debian packages placed in .debs/ (for
+# example `apt-get download catch2 libbenchmark-dev libbenchmark1debian`),
+# unpacked into .deps/. Steps that fail are reported and the others still
+# run; the exit status is that of the first failure.
+set -uo pipefail
+out=${1:?usage: bash scripts/gpu_check.sh OUT_DIR}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+source scripts/env.sh
+status=0
+step() {  # step NAME COMMAND...: runs a step, logs it to OUT_DIR/NAME.log
+  local name=$1
+  shift
+  echo "== $name"
+  local t0=$SECONDS
+  if "$@" >"$out/$name.log" 2>&1; then
+    echo "   ok ($((SECONDS - t0)) s)"
+  else
+    local rc=$?
+    echo "   FAILED with status $rc ($((SECONDS - t0)) s); the end of $out/$name.log:"
+    tail -n 30 "$out/$name.log"
+    [ "$status" -eq 0 ] && status=$rc
+  fi
+}
+
+prefix=()
+if [ -d .debs ]; then
+  mkdir -p .deps
+  for f in .debs/*.deb; do dpkg -x "$f" .deps; done
+  prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+  export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
+build=build-gpu
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$out/device.txt" 2>&1 || true
+step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
+  -DFUSEX_BUILD_EXAMPLES=OFF "${prefix[@]}"
+step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams \
+  bench_seed_cuda bench_grad_cuda
+step tests ctest --test-dir "$build" -L gpu --output-on-failure
+
+sanitize() {  # sanitize TOOL TEST [FILTER]
+  compute-sanitizer --tool "$1" --error-exitcode 1 "$build/tests/cuda/$2" ${3:+"$3"}
+}
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  step memcheck_executor sanitize memcheck test_cuda_executor
+  step memcheck_layouts sanitize memcheck test_cuda_layouts "~[large]"
+  step memcheck_streams sanitize memcheck test_cuda_streams
+  step racecheck_rows sanitize racecheck test_cuda_executor "cuda: pointwise, row and column groups, matmul, remaps"
+  step synccheck_rows sanitize synccheck test_cuda_executor "cuda: pointwise, row and column groups, matmul, remaps"
+else
+  echo "== compute-sanitizer is not on PATH: sanitizer steps not run" | tee "$out/sanitizer.log"
+fi
+
+step bench_seed "$build/bench/bench_seed_cuda" --benchmark_out="$out/bench_seed.json" --benchmark_out_format=json \
+  --benchmark_min_time=0.05s
+step bench_grad "$build/bench/bench_grad_cuda" --benchmark_out="$out/bench_grad.json" --benchmark_out_format=json \
+  --benchmark_min_time=0.05s
+step report python3 tools/gpu_report.py --out "$out" "$out/bench_seed.json" "$out/bench_grad.json"
+[ -f "$out/report.md" ] && cat "$out/report.md"
+echo "gpu_check: done in $SECONDS s, status $status; files in $out"
+exit "$status"
