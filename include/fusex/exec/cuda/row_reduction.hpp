@@ -16,8 +16,6 @@
 // runs load and store as vectors; a row's partial first and last runs go
 // value by value.
 
-#include <cuda/std/tuple>
-
 #include "reductions.hpp"
 
 namespace fusex::detail::cuda {
@@ -118,14 +116,20 @@ struct lane_values {
   }
 };
 
-template <class C, class Seq>
-struct state_tuple;
-template <class C, int... K>
-struct state_tuple<C, std::integer_sequence<int, K...>> {
-  using type = ::cuda::std::tuple<typename device_reducer<C, K>::type::state...>;
+// The states of a pass, one per reduction K of the group (a tuple without
+// <cuda/std/tuple>, which costs seconds of nvcc time per translation unit).
+template <class C, int K = 0, int N = reduction_plan<C>::N>
+struct states_of {
+  typename device_reducer<C, K>::type::state head;
+  states_of<C, K + 1, N> tail;
+  template <int J>
+  __device__ auto& at() {
+    if constexpr (J == K) return head;
+    else return tail.template at<J>();
+  }
 };
-template <class C>
-using states_of = typename state_tuple<C, std::make_integer_sequence<int, reduction_plan<C>::N>>::type;
+template <class C, int N>
+struct states_of<C, N, N> {};
 
 template <class C, int W>
 __global__ void __launch_bounds__(block_threads, 2) row_kernel(const __grid_constant__ group_args<C> a,
@@ -214,7 +218,7 @@ __global__ void __launch_bounds__(block_threads, 2) row_kernel(const __grid_cons
       states_of<C> st;
       static_for<N>([&](auto kk) {
         constexpr int k = decltype(kk)::value;
-        ::cuda::std::get<k>(st) = device_reducer<C, k>::type::identity();
+        st.template at<k>() = device_reducer<C, k>::type::identity();
       });
       for (int c = c_begin + t; c < c_end; c += tpr) {
         const int col0 = c * W - m;
@@ -233,7 +237,7 @@ __global__ void __launch_bounds__(block_threads, 2) row_kernel(const __grid_cons
             static_for<N>([&](auto kk) {
               constexpr int k = decltype(kk)::value;
               if constexpr (RP::level(k) == lv && RP::accumulates(k))
-                device_reducer<C, k>::type::template add_lanes<W>(::cuda::std::get<k>(st), v.template at<k>());
+                device_reducer<C, k>::type::template add_lanes<W>(st.template at<k>(), v.template at<k>());
             });
             continue;
           }
@@ -252,7 +256,7 @@ __global__ void __launch_bounds__(block_threads, 2) row_kernel(const __grid_cons
             static_for<N>([&](auto kk) {
               constexpr int k = decltype(kk)::value;
               if constexpr (RP::level(k) == lv && RP::accumulates(k))
-                device_reducer<C, k>::type::add(::cuda::std::get<k>(st), codegen::eval_one<C, RP::source(k)>(cx, il));
+                device_reducer<C, k>::type::add(st.template at<k>(), codegen::eval_one<C, RP::source(k)>(cx, il));
             });
           }
         }
@@ -261,7 +265,7 @@ __global__ void __launch_bounds__(block_threads, 2) row_kernel(const __grid_cons
         constexpr int k = decltype(kk)::value;
         if constexpr (RP::level(k) == lv && RP::accumulates(k)) {
           using RD = typename device_reducer<C, k>::type;
-          const auto s = group_combine<RD>(::cuda::std::get<k>(st), slots[k] + (g << lg >> 5), tpr, sync);
+          const auto s = group_combine<RD>(st.template at<k>(), slots[k] + (g << lg >> 5), tpr, sync);
           if (split) {
             if (t == 0)
               *reinterpret_cast<typename RD::state*>(
