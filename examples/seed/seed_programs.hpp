@@ -33,7 +33,8 @@ constexpr fx::tensor<T, R> rope_backward_from_prims(fx::tensor<T, R> dy, fx::ten
   return fx::cat<R - 1>(dxr, fx::slice<R - 1>(dy, n_elem, dy.extent(R - 1)));
 }
 
-// dq (B, n_head, T, hs), dk, dv (B, n_query_groups, T, hs) -> dqkv (B, T, C).
+// dq (B, n_head, T, hs), dk, dv (B, n_query_groups, T, hs) -> dqkv (B, T, C),
+// in the per-group layout (fusex::ops::qkv_layout::grouped).
 template <class T, class CS>
 constexpr fx::tensor<T, 3> qkv_backward_from_prims(fx::tensor<T, 4> dq, fx::tensor<T, 4> dk, fx::tensor<T, 4> dv,
                                                    fx::tensor<CS, 2> cos, fx::tensor<CS, 2> sin,
@@ -54,11 +55,13 @@ inline constexpr auto dgelu = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor
 });
 
 // LitGPT qkv split + RoPE forward with GQA (k, v expanded to n_head heads)
-// and n_elem < head_size.
+// and n_elem < head_size, in the per-group qkv layout of the litgpt the seed
+// ran (0.5.0 - 0.5.4; see fusex::ops::qkv_layout).
 inline constexpr auto rope_forward = fx::trace([](fx::tensor<fx::bf16, 3> qkv, fx::tensor<fx::bf16, 2> cos,
                                                   fx::tensor<fx::bf16, 2> sin, fx::index n_head,
                                                   fx::index n_query_groups, fx::index head_size, fx::index n_elem) {
-  return fx::ops::qkv_split_rope<true>(qkv, cos, sin, {n_head, n_query_groups, head_size, n_elem});
+  return fx::ops::qkv_split_rope<true>(qkv, cos, sin,
+                                       {n_head, n_query_groups, head_size, n_elem, fx::ops::qkv_layout::grouped});
 });
 
 // Its backward from prims (slice, pad, cat, add, reshape): dq (B, n_head, T, hs),

@@ -110,17 +110,18 @@ TEST_CASE("rope: hand-derived backward, rope_n_elem = head_size and < head_size"
                   std::tuple{rnd<4>({1, 1, 2, 80}), rnd<2>({2, 32}), rnd<2>({2, 32}), 32}, std::tuple{rnd<4>({1, 1, 2, 80})});
 }
 
-template <bool Expand>
+template <bool Expand, fx::ops::qkv_layout L>
 constexpr auto qkv = fx::trace([](fx::tensor<T, 3> qkv, fx::tensor<T, 2> cos, fx::tensor<T, 2> sin, fx::index n_head,
                                   fx::index groups, fx::index hs, fx::index n) {
-  return fx::ops::qkv_split_rope<Expand>(qkv, cos, sin, {n_head, groups, hs, n});
+  return fx::ops::qkv_split_rope<Expand>(qkv, cos, sin, {n_head, groups, hs, n, L});
 });
 
-template <bool Expand>
+template <bool Expand, fx::ops::qkv_layout L = fx::ops::qkv_layout::blocks>
 void check_qkv(int B, int Tn, int n_head, int groups, int hs, int n) {
-  CAPTURE(Expand, B, Tn, n_head, groups, hs, n);
+  CAPTURE(Expand, L == fx::ops::qkv_layout::grouped, B, Tn, n_head, groups, hs, n);
   const int C = (n_head + 2 * groups) * hs, kv = Expand ? n_head : groups;
-  check_composite(qkv<Expand>, fx::vjp<only_x>(qkv<Expand>), fx::vjp<only_x_prims>(qkv<Expand>),
+  constexpr auto& f = qkv<Expand, L>;
+  check_composite(f, fx::vjp<only_x>(f), fx::vjp<only_x_prims>(f),
                   std::tuple{rnd<3>({B, Tn, C}), rnd<2>({Tn, n}), rnd<2>({Tn, n}), n_head, groups, hs, n},
                   std::tuple{rnd<4>({B, n_head, Tn, hs}), rnd<4>({B, kv, Tn, hs}), rnd<4>({B, kv, Tn, hs})});
 }
@@ -131,6 +132,11 @@ TEST_CASE("qkv split + rope: hand-derived backward for MHA, GQA and MQA", "[grad
   check_qkv<false>(1, 3, 4, 2, 8, 4);  // GQA, not expanded
   check_qkv<true>(2, 2, 4, 1, 6, 2);   // multi-query attention
   check_qkv<false>(2, 1, 3, 1, 4, 4);  // T = 1
+  constexpr auto grouped = fx::ops::qkv_layout::grouped;  // litgpt 0.5.0 - 0.5.4
+  check_qkv<false, grouped>(2, 3, 4, 4, 6, 6);
+  check_qkv<true, grouped>(1, 3, 4, 2, 8, 4);
+  check_qkv<false, grouped>(1, 3, 4, 2, 8, 4);
+  check_qkv<true, grouped>(2, 2, 4, 1, 6, 2);
 }
 
 // ---- fusion of each backward, at compile time ------------------------------

@@ -132,7 +132,8 @@ constexpr void composite_vjp(vjp_context<S>& cx, const region& R) {
     case composite::rope: cx.acc(R.in[0], ops::vjp::rope(c[0], in(1), in(2), R.iparam[0])); break;
     case composite::qkv_rope: {
       const node& qkv = f.nodes[R.in[0]];
-      cx.acc(R.in[0], ops::vjp::qkv_rope(qkv.dt, qkv.shape, in(1), in(2), R.iparam, R.flag != 0, c));
+      cx.acc(R.in[0], ops::vjp::qkv_rope(qkv.dt, qkv.shape, in(1), in(2), R.iparam, (R.flag & 1) != 0,
+                                            (R.flag & 2) ? ops::qkv_layout::grouped : ops::qkv_layout::blocks, c));
       break;
     }
   }

@@ -80,7 +80,7 @@ struct region {
   static constexpr int max_in = 4, max_out = 3, max_save = 2, max_iparam = 4;
   composite kind = composite::gelu;
   std::int8_t nin = 0, nout = 0, nsave = 0;
-  std::int8_t flag = 0;  // qkv_rope: k and v expanded to n_head heads
+  std::int8_t flag = 0;  // qkv_rope: bit 0 = k and v expanded to n_head heads, bit 1 = grouped layout
   std::int32_t in[max_in] = {-1, -1, -1, -1};
   std::int32_t out[max_out] = {-1, -1, -1};
   std::int32_t save[max_save] = {-1, -1};  // values the backward reads (saved, not recomputed)
