@@ -3,6 +3,7 @@
 // row reductions (LayerNorm, softmax), column reductions with input-shaped
 // writes, matmul, scalars, integers, zero-size and non-contiguous inputs.
 #include "executor_check.hpp"
+#include "shared_programs.hpp"
 
 using namespace fxt;
 namespace fx = fusex;
@@ -48,13 +49,7 @@ constexpr auto mlp = fx::trace([](fx::tensor<fx::bf16, 3> x, fx::tensor<fx::bf16
 });
 static_assert(fx::partition(mlp).kernels() == 4);
 
-constexpr auto remaps = fx::trace([](fx::tensor<float, 3> x, fx::index lo) {
-  auto t = fx::permute<2, 0, 1>(x);
-  auto p = fx::pad<1>(t, lo, 2, 7.0);
-  auto r = fx::reshape(p, {t.extent<0>(), -1});
-  auto s = fx::slice<1>(r, 1, r.extent<1>(), 3);
-  return std::tuple{r * 2.0f, fx::cat<1>(s, s) - 1.0f};
-});
+using fxt::programs::remaps;
 
 constexpr auto scalars_ints = fx::trace([](fx::tensor<std::int32_t, 2> i, fx::tensor<float, 2> x, fx::scalar<float> s) {
   auto q = i / 3 + fx::abs(i);

@@ -4,6 +4,7 @@
 // column reduction for the norms, the dqkv writer for rope).
 #include "../../examples/seed/seed_programs.hpp"
 #include "device_support.hpp"
+#include "../shared_programs.hpp"
 
 namespace {
 
@@ -41,13 +42,7 @@ constexpr auto middle_axis = fx::trace([](fx::tensor<float, 3> x) {
 constexpr auto mlp = fx::trace([](fx::tensor<bf, 3> x, fx::tensor<bf, 2> w1, fx::tensor<bf, 2> w2) {
   return fx::matmul(fx::ops::gelu(fx::matmul(x, w1)), w2);
 });
-constexpr auto remaps = fx::trace([](fx::tensor<float, 3> x, fx::index lo) {
-  auto t = fx::permute<2, 0, 1>(x);
-  auto p = fx::pad<1>(t, lo, 2, 7.0);
-  auto r = fx::reshape(p, {t.extent<0>(), -1});
-  auto s = fx::slice<1>(r, 1, r.extent<1>(), 3);
-  return std::tuple{r * 2.0f, fx::cat<1>(s, s) - 1.0f};
-});
+using fxt::programs::remaps;
 
 constexpr auto gelu = fx::trace([](fx::tensor<bf, 2> x) { return fx::ops::gelu(x); });
 constexpr auto layer_norm = fx::trace([](fx::tensor<bf, 3> x, fx::tensor<bf, 1> w, fx::tensor<bf, 1> b) {

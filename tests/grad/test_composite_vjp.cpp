@@ -86,6 +86,27 @@ TEST_CASE("layer_norm: hand-derived backward (dx, dweight, dbias)", "[grad][comp
   }
 }
 
+// Pythia's parallel residual: norm_1 and norm_2 of one x share its var_mean
+// after capture merges them; each formula still applies.
+constexpr auto two_norms = fx::trace([](fx::tensor<T, 2> x, fx::tensor<T, 1> w1, fx::tensor<T, 1> b1,
+                                        fx::tensor<T, 1> w2, fx::tensor<T, 1> b2) {
+  return std::tuple{fx::ops::layer_norm(x, w1, b1, 1e-5).y, fx::ops::layer_norm(x, w2, b2, 1e-5).y};
+});
+static_assert(decltype(fx::vjp(two_norms))::composites_applied == 2, "both LayerNorms apply their formula");
+// A statistic the caller also returns needs its own cotangent: prims then.
+constexpr auto norm_and_var = fx::trace([](fx::tensor<T, 2> x, fx::tensor<T, 1> w, fx::tensor<T, 1> b) {
+  return std::tuple{fx::ops::layer_norm(x, w, b, 1e-5).y, fx::var_mean<-1>(x, 0.0, fx::keepdim).var};
+});
+static_assert(decltype(fx::vjp(norm_and_var))::composites_applied == 0, "the shared var is a graph output");
+
+TEST_CASE("layer_norm: two norms sharing their statistics (parallel residual)", "[grad][composite]") {
+  check_composite(two_norms, fx::vjp(two_norms), fx::vjp<prims>(two_norms),
+                  std::tuple{rnd<2>({5, 8}), rnd<1>({8}), rnd<1>({8}), rnd<1>({8}), rnd<1>({8})},
+                  std::tuple{rnd<2>({5, 8}), rnd<2>({5, 8})});
+  fxt::check_gradients(norm_and_var, fx::vjp(norm_and_var), std::tuple{rnd<2>({4, 6}), rnd<1>({6}), rnd<1>({6})},
+                       std::tuple{rnd<2>({4, 6}), rnd<2>({4, 1})}, 1e-6, 1e-6);
+}
+
 constexpr auto rms_norm = fx::trace([](fx::tensor<T, 3> x, fx::tensor<T, 1> w) { return fx::ops::rms_norm(x, w, 1e-6); });
 
 TEST_CASE("rms_norm: hand-derived backward (dx, dweight)", "[grad][composite]") {

@@ -2,9 +2,9 @@
 // Hand-derived backward for recorded composite ops (capture/graph.hpp).
 //
 // A region applies when differentiating it as one op is exact: its interior
-// (the nodes between its inputs and outputs) is used only inside it, it
-// does not overlap a region already chosen (an outer region wins over the
-// ones nested in it), and every input that needs a gradient is one its
+// (the nodes between its inputs and outputs) is used only inside it or in
+// another chosen region sharing that node, it does not otherwise overlap a
+// region chosen (an outer region wins over the ones nested in it), and every input that needs a gradient is one its
 // formula provides. Otherwise its prims are differentiated one by one, which
 // gives the same values at a higher cost. The formulas live with the ops
 // (ops/*.hpp, namespace fusex::ops::vjp).
@@ -29,13 +29,18 @@ constexpr unsigned differentiable_inputs(composite k) {
   }
 }
 
-// Chooses the regions to apply. claimed[n]: the region that owns node n;
+// Chooses the regions to apply. claimed[n]: a region that owns node n;
 // trigger[r]: the node at which region r applies (its first output, reached
 // last in reverse order, after every use of every output), or -1.
+//
+// Two regions may share nodes that nothing outside them uses: the two
+// LayerNorms of a parallel-residual block read one var_mean of x, and one
+// mean and rstd, once capture has merged them. Each formula then gives its
+// own part of dx from the shared statistics; no cotangent reaches those.
 template <graph_sizes S>
 constexpr void select_regions(vjp_context<S>& cx, std::vector<int>& claimed, std::vector<int>& trigger) {
   const graph<S>& f = cx.f;
-  const int N = S.nodes;
+  const int N = S.nodes, NR = S.regions;
   std::vector<int> user_begin(N + 1, 0), users;
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < f.nodes[n].nargs; ++k) ++user_begin[f.operand(n, k) + 1];
@@ -45,7 +50,13 @@ constexpr void select_regions(vjp_context<S>& cx, std::vector<int>& claimed, std
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < f.nodes[n].nargs; ++k) users[fill[f.operand(n, k)]++] = n;
 
-  for (int r = S.regions - 1; r >= 0; --r) {
+  // 1. Each region on its own: interior closed over its inputs, gradients it
+  //    can give, saved values and no graph output inside. in(r, n): 1 inside,
+  //    2 an output of r.
+  std::vector<char> mark(static_cast<std::size_t>(NR > 0 ? NR : 1) * N, 0);
+  std::vector<char> cand(NR > 0 ? NR : 1, 0), chosen(NR > 0 ? NR : 1, 0);
+  auto in = [&](int r, int n) -> char& { return mark[static_cast<std::size_t>(r) * N + n]; };
+  for (int r = 0; r < NR; ++r) {
     const region& R = f.regions[r];
     bool any = false;
     for (int o = 0; o < R.nout; ++o) any = any || cx.needs[R.out[o]];
@@ -53,39 +64,86 @@ constexpr void select_regions(vjp_context<S>& cx, std::vector<int>& claimed, std
     bool ok = true;
     int first_out = R.out[0];
     for (int o = 1; o < R.nout; ++o) first_out = R.out[o] < first_out ? R.out[o] : first_out;
+    trigger[r] = first_out;
     for (int k = 0; k < R.nin; ++k)
       if (cx.needs[R.in[k]] && (!((differentiable_inputs(R.kind) >> k) & 1) || R.in[k] >= first_out)) ok = false;
     if (!ok) continue;
-    std::vector<char> inside(N, 0), is_in(N, 0), is_out(N, 0);
+    std::vector<char> is_in(N, 0);
     for (int k = 0; k < R.nin; ++k) is_in[R.in[k]] = 1;
-    for (int o = 0; o < R.nout; ++o) is_out[R.out[o]] = 1;
     std::vector<int> stack;
     for (int o = 0; o < R.nout; ++o) stack.push_back(R.out[o]);
     while (!stack.empty() && ok) {
       const int n = stack.back();
       stack.pop_back();
-      if (inside[n] || is_in[n]) continue;
+      if (in(r, n) || is_in[n]) continue;
       const node& nd = f.nodes[n];
       if (category(nd.op) == op_category::source) {
         ok = nd.op != op_kind::input;  // reached an argument that is not an input of the op
         continue;
       }
-      inside[n] = 1;
+      in(r, n) = 1;
       for (int k = 0; k < nd.nargs; ++k) stack.push_back(f.operand(n, k));
     }
-    for (int n = 0; n < N && ok; ++n) {
-      if (!inside[n]) continue;
-      if (claimed[n] >= 0) ok = false;
-      if (is_out[n]) continue;
-      if (f.is_output(n)) ok = false;
-      for (int i = user_begin[n]; i < user_begin[n + 1]; ++i) ok = ok && inside[users[i]];
+    for (int o = 0; o < R.nout; ++o) in(r, R.out[o]) = 2;
+    for (int n = 0; n < N && ok; ++n) ok = in(r, n) != 1 || !f.is_output(n);
+    for (int s = 0; s < R.nsave; ++s) ok = ok && in(r, R.save[s]) != 0;
+    cand[r] = ok;
+  }
+
+  // nested(a, b): every output of a lies in b (a is differentiated inside b)
+  auto nested = [&](int a, int b) {
+    const region& A = f.regions[a];
+    bool all = true;
+    for (int o = 0; o < A.nout; ++o) all = all && in(b, A.out[o]);
+    return all;
+  };
+  // A node r shares with another region of the pool (one not nested with r),
+  // or one of r's interior, has every use inside r or in a pool region
+  // holding it, and is no graph output: no cotangent reaches it from elsewhere.
+  auto uses_covered = [&](int r, const std::vector<char>& pool) {
+    std::vector<char> peer(NR > 0 ? NR : 1, 0);
+    for (int q = 0; q < NR; ++q) peer[q] = q != r && pool[q] && !nested(q, r) && !nested(r, q);
+    for (int n = 0; n < N; ++n) {
+      if (!in(r, n)) continue;
+      bool shared = false;
+      for (int q = 0; q < NR && !shared; ++q) shared = peer[q] && in(q, n);
+      if (in(r, n) == 2 && !shared) continue;
+      if (shared && f.is_output(n)) return false;
+      for (int i = user_begin[n]; i < user_begin[n + 1]; ++i) {
+        const int u = users[i];
+        bool covered = in(r, u) != 0;
+        for (int q = 0; q < NR && !covered; ++q) covered = peer[q] && in(q, n) && in(q, u);
+        if (!covered) return false;
+      }
     }
-    for (int s = 0; s < R.nsave; ++s) ok = ok && inside[R.save[s]];
-    if (!ok) continue;
+    return true;
+  };
+
+  // 2. Outer regions first (recorded after the ones nested in them): a region
+  //    whose outputs all lie in a chosen one is nested there and yields.
+  for (int r = NR - 1; r >= 0; --r) {
+    if (!cand[r]) continue;
+    bool ok = true;
+    for (int q = r + 1; q < NR && ok; ++q) {
+      if (chosen[q]) ok = !nested(r, q);
+    }
+    chosen[r] = ok && uses_covered(r, cand);
+  }
+  // 3. Shared nodes must be covered by chosen regions, not just candidates.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r = 0; r < NR; ++r)
+      if (chosen[r] && !uses_covered(r, chosen)) chosen[r] = 0, changed = true;
+  }
+  for (int r = 0; r < NR; ++r) {
+    if (!chosen[r]) {
+      trigger[r] = -1;
+      continue;
+    }
+    const region& R = f.regions[r];
     for (int n = 0; n < N; ++n)
-      if (inside[n]) claimed[n] = r;
+      if (in(r, n)) claimed[n] = r;
     for (int s = 0; s < R.nsave; ++s) cx.keep[R.save[s]] = 1;
-    trigger[r] = first_out;
   }
 }
 

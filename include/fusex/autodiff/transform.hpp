@@ -22,9 +22,9 @@ constexpr void run_vjp(vjp_context<S>& cx) {
   for (int t : trigger) cx.composites += t >= 0;
   for (int o = 0; o < S.outputs; ++o) cx.acc(f.outputs[o], cx.val(cx.cot_arg[o]));
   for (int n = S.nodes - 1; n >= 0; --n) {
-    const int r = claimed[n];
-    if (r >= 0) {
-      if (trigger[r] == n) composite_vjp(cx, f.regions[r]);
+    if (claimed[n] >= 0) {  // regions sharing statistics may trigger at one node
+      for (int r = S.regions - 1; r >= 0; --r)
+        if (trigger[r] == n) composite_vjp(cx, f.regions[r]);
       continue;
     }
     if (cx.cot[n] >= 0) prim_vjp(cx, n);
