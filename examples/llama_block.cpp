@@ -26,13 +26,7 @@ int main(int argc, char** argv) {
   using blocks::random_tensor;
   auto vec = [&](int n, double s, double o = 0) { return random_tensor<bf, 1>({n}, s, o, g); };
   auto mat = [&](int r, int c) { return random_tensor<bf, 2>({r, c}, 1.0 / std::sqrt(r), 0, g); };
-  fx::host_tensor<bf, 2> cos({T, rot}), sin({T, rot});
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < rot; ++i) {
-      const double theta = std::pow(10000.0, -2.0 * (i % (rot / 2)) / rot) * t;
-      cos(t, i) = bf(static_cast<float>(std::cos(theta)));
-      sin(t, i) = bf(static_cast<float>(std::sin(theta)));
-    }
+  auto [cos, sin] = blocks::rope_cache<bf>(T, rot);
   const auto args = std::tuple{random_tensor<bf, 3>({B, T, C}, 1.0, 0, g), std::move(cos), std::move(sin),
                                vec(C, 0.2, 1), mat(C, Q), mat(nh * hs, C), vec(C, 0.2, 1), mat(C, I), mat(C, I),
                                mat(I, C), nh, G, hs, rot};

@@ -7,7 +7,8 @@
 #   4. runs the CUDA benchmarks with JSON output, each case beside a
 #      device-to-device copy of its minimum bytes in the same run;
 #   5. writes each fused kernel's time as a percentage of that copy, as
-#      markdown and JSON (tools/gpu_report.py), into OUT_DIR.
+#      markdown and JSON (tools/gpu_report.py), into OUT_DIR;
+#   6. builds and runs the block demos with their CUDA step (examples/*_cuda).
 #
 #   bash scripts/gpu_check.sh OUT_DIR
 #
@@ -48,7 +49,7 @@ fi
 build=build-gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$out/device.txt" 2>&1 || true
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
-  -DFUSEX_BUILD_EXAMPLES=OFF "${prefix[@]}"
+  "${prefix[@]}"
 step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams \
   bench_seed_cuda bench_grad_cuda
 step tests ctest --test-dir "$build" -L gpu --output-on-failure
@@ -72,5 +73,13 @@ step bench_grad "$build/bench/bench_grad_cuda" --benchmark_out="$out/bench_grad.
   --benchmark_min_time=0.05s
 step report python3 tools/gpu_report.py --out "$out" "$out/bench_seed.json" "$out/bench_grad.json"
 [ -f "$out/report.md" ] && cat "$out/report.md"
+
+# Last, as the slowest to build: the block demos on the GPU (a training
+# step of a pythia-70m-sized and a LLaMA GQA block, timed, checked against
+# the reference executor).
+step build_blocks cmake --build "$build" -j "$(nproc)" --target pythia_block_cuda llama_block_cuda
+step pythia_block "$build/examples/pythia_block_cuda"
+step llama_block "$build/examples/llama_block_cuda"
+grep -h "step\|CUDA" "$out/pythia_block.log" "$out/llama_block.log" 2>/dev/null
 echo "gpu_check: done in $SECONDS s, status $status; files in $out"
 exit "$status"

@@ -1,0 +1,3 @@
+// llama_block.cpp compiled by nvcc: the same demo, with the training step
+// also run and timed on the GPU when one is present.
+#include "llama_block.cpp"
