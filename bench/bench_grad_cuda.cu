@@ -18,11 +18,11 @@ int main(int argc, char** argv) {
   }
   const auto run = [](const std::string& name, auto plan, const auto& args) {
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-      std::apply([&](const auto&... a) { bench::run_plan(st, plan, a...); }, args);
+      std::apply([&](const auto&... a) { bench::gpu::run_plan(st, plan, a...); }, args);
     })->UseManualTime()->Unit(benchmark::kMicrosecond);
   };
   const auto copy = [](const std::string& name, double bytes) {
-    benchmark::RegisterBenchmark(name.c_str(), bench::copy_limit, bytes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(name.c_str(), bench::gpu::copy_limit, bytes)->UseManualTime()->Unit(benchmark::kMicrosecond);
   };
   bench::grad_cases({8192, 8192, 16384, 4096, bench::llama3_8b}, run, copy);
   benchmark::Initialize(&argc, argv);

@@ -12,8 +12,8 @@ namespace fx = fusex;
 
 namespace {
 
-using bench::copy_limit;
-using bench::run_plan;
+using bench::gpu::copy_limit;
+using bench::gpu::run_plan;
 
 template <class Prog, class... Args>
 void register_case(const std::string& name, Prog prog, const Args&... args) {

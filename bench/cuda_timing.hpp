@@ -16,7 +16,7 @@
 
 #include <fusex/fusex.hpp>
 
-namespace bench {
+namespace bench::gpu {
 
 namespace fx = fusex;
 
@@ -142,4 +142,4 @@ inline void copy_limit(benchmark::State& st, double bytes) {
   cudaStreamDestroy(s);
 }
 
-}  // namespace bench
+}  // namespace bench::gpu

@@ -51,7 +51,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
   "${prefix[@]}"
 step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams \
-  bench_seed_cuda bench_grad_cuda
+  bench_seed_cuda bench_grad_cuda bench_rope_cuda
 step tests ctest --test-dir "$build" -L gpu --output-on-failure
 
 sanitize() {  # sanitize TOOL TEST [FILTER]
@@ -71,6 +71,11 @@ step bench_seed "$build/bench/bench_seed_cuda" --benchmark_out="$out/bench_seed.
   --benchmark_min_time=0.05s
 step bench_grad "$build/bench/bench_grad_cuda" --benchmark_out="$out/bench_grad.json" --benchmark_out_format=json \
   --benchmark_min_time=0.05s
+# The seed's benchmark over the LitGPT configs (T capped at 2048 so that the
+# float64 checks on the host stay within the budget), and its report.
+step bench_rope timeout 300 "$build/bench/bench_rope_cuda" --device=cuda --t-cap=2048 \
+  --benchmark_out="$out/bench_rope.json" --benchmark_out_format=json --benchmark_min_time=0.02s
+step rope_report python3 scripts/rope_report.py --out "$out/rope" "$out/bench_rope.json"
 step report python3 tools/gpu_report.py --out "$out" "$out/bench_seed.json" "$out/bench_grad.json"
 [ -f "$out/report.md" ] && cat "$out/report.md"
 

@@ -17,6 +17,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The benchmark report (scripts/rope_report.py, tested in --quick mode)
+# reads JSON with pandas and plots with matplotlib, both from PyPI.
+if ! python3 -c "import pandas, matplotlib" 2>/dev/null; then
+  echo "fusex setup: installing pandas and matplotlib (PyPI)"
+  pip_user=""
+  if [ "$(id -u)" -ne 0 ]; then pip_user="--user"; fi
+  python3 -m pip install -q $pip_user pandas matplotlib || python3 -m pip install -q $pip_user --break-system-packages pandas matplotlib
+fi
+
 # The machine-code gate (ctest -L sass) reads SASS with nvdisasm, which the
 # toolkit's nvcc package may lack; the PyPI wheel carries it.
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -1,0 +1,2 @@
+// bench_rope.cpp compiled by nvcc: the same driver, with --device=cuda.
+#include "bench_rope.cpp"
