@@ -59,36 +59,41 @@ def minimum_bytes(c, B, T):
     return 2.0 * (qkv + heads + 2 * T * c["rope_n_elem"])
 
 
-def make_function(torch, apply_rope, c, layout, rotate=None):
+def qkv_split_rope(torch, rope, qkv, cos, sin, nh, G, hs, n, grouped):
     """litgpt's CausalSelfAttention from qkv to the q, k, v attention reads, in
-    training (k and v expanded when n_query_groups != n_head). `rotate` replaces
-    apply_rope (used for the bound on rounding: every term taken positive)."""
-    nh, G, hs, n = c["n_head"], c["n_query_groups"], c["head_size"], c["rope_n_elem"]
+    training (k and v expanded when n_query_groups != n_head). The config comes
+    in as ints, so that one torch.compile serves every config."""
+    B, T, _ = qkv.shape
     q_per_kv = nh // G
+    if not grouped:  # litgpt >= 0.5.5
+        q, k, v = qkv.split((nh * hs, G * hs, G * hs), dim=-1)
+        q = q.view(B, T, nh, hs).transpose(1, 2)
+        k = k.view(B, T, G, hs).transpose(1, 2)
+        v = v.view(B, T, G, hs).transpose(1, 2)
+    else:  # litgpt 0.5.0 - 0.5.4: per query group, q_per_kv q heads, then k, then v
+        g = qkv.view(B, T, G, q_per_kv + 2, hs).permute(0, 2, 3, 1, 4)
+        q, k, v = g.split((q_per_kv, 1, 1), dim=2)
+        q = q.reshape(B, nh, T, hs)
+        k = k.reshape(B, G, T, hs)
+        v = v.reshape(B, G, T, hs)
+    cs, sn = cos.unsqueeze(0), sin.unsqueeze(0)  # litgpt 0.5.13's cache has a batch axis
+    q = torch.cat((rope(q[..., :n], cs, sn), q[..., n:]), dim=-1)
+    k = torch.cat((rope(k[..., :n], cs, sn), k[..., n:]), dim=-1)
+    if G != nh:
+        k = k.repeat_interleave(q_per_kv, dim=1)
+        v = v.repeat_interleave(q_per_kv, dim=1)
+    return q, k, v
+
+
+def make_function(torch, apply_rope, c, layout, rotate=None, compiled=None):
+    """f(qkv, cos, sin) for config c; `rotate` replaces apply_rope (the bound on
+    rounding: every term taken positive); `compiled` is the torch.compile of
+    qkv_split_rope to call instead."""
+    cfg = (c["n_head"], c["n_query_groups"], c["head_size"], c["rope_n_elem"], layout == "grouped")
+    if compiled is not None:
+        return lambda qkv, cos, sin: compiled(qkv, cos, sin, *cfg)
     rope = rotate or apply_rope
-
-    def f(qkv, cos, sin):
-        B, T, _ = qkv.shape
-        if layout == "blocks":  # litgpt >= 0.5.5
-            q, k, v = qkv.split((nh * hs, G * hs, G * hs), dim=-1)
-            q = q.view(B, T, nh, hs).transpose(1, 2)
-            k = k.view(B, T, G, hs).transpose(1, 2)
-            v = v.view(B, T, G, hs).transpose(1, 2)
-        else:  # litgpt 0.5.0 - 0.5.4: per query group, q_per_kv q heads, then k, then v
-            g = qkv.view(B, T, G, q_per_kv + 2, hs).permute(0, 2, 3, 1, 4)
-            q, k, v = g.split((q_per_kv, 1, 1), dim=2)
-            q = q.reshape(B, nh, T, hs)
-            k = k.reshape(B, G, T, hs)
-            v = v.reshape(B, G, T, hs)
-        cs, sn = cos.unsqueeze(0), sin.unsqueeze(0)  # litgpt 0.5.13's cache has a batch axis
-        q = torch.cat((rope(q[..., :n], cs, sn), q[..., n:]), dim=-1)
-        k = torch.cat((rope(k[..., :n], cs, sn), k[..., n:]), dim=-1)
-        if G != nh:
-            k = k.repeat_interleave(q_per_kv, dim=1)
-            v = v.repeat_interleave(q_per_kv, dim=1)
-        return q, k, v
-
-    return f
+    return lambda qkv, cos, sin: qkv_split_rope(torch, rope, qkv, cos, sin, *cfg)
 
 
 def positive_rope(torch):
@@ -159,6 +164,10 @@ def main():
     configs = read_configs(a.configs)
     if a.quick:
         configs = quick_subset(configs)
+    # one compiled function for every config: sizes and config ints are dynamic
+    compiled = None if a.no_compile else torch.compile(
+        lambda qkv, cos, sin, nh, G, hs, n, grouped: qkv_split_rope(torch, apply_rope, qkv, cos, sin, nh, G, hs, n, grouped),
+        dynamic=True)
     gen = torch.Generator().manual_seed(1234)
     rows = []
     for c in configs:
@@ -183,8 +192,8 @@ def main():
             mb = minimum_bytes(c, B, T)
             base = f"rope/{c['name']}/bs{B}"
             executors = [("torch_eager", f)]
-            if not a.no_compile:
-                executors.append(("torch_compile", torch.compile(f, dynamic=True)))
+            if compiled is not None:
+                executors.append(("torch_compile", make_function(torch, apply_rope, c, a.layout, compiled=compiled)))
             for ex, fn in executors:
                 counters = dict(min_bytes=mb, T=T, B=B)
                 # forward: checked, then timed
