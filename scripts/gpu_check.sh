@@ -68,13 +68,13 @@ else
 fi
 
 step bench_seed "$build/bench/bench_seed_cuda" --benchmark_out="$out/bench_seed.json" --benchmark_out_format=json \
-  --benchmark_min_time=0.05s
+  --benchmark_min_time=0.05
 step bench_grad "$build/bench/bench_grad_cuda" --benchmark_out="$out/bench_grad.json" --benchmark_out_format=json \
-  --benchmark_min_time=0.05s
+  --benchmark_min_time=0.05
 # The seed's benchmark over the LitGPT configs (T capped at 2048 so that the
 # float64 checks on the host stay within the budget), and its report.
 step bench_rope timeout 300 "$build/bench/bench_rope_cuda" --device=cuda --t-cap=2048 \
-  --benchmark_out="$out/bench_rope.json" --benchmark_out_format=json --benchmark_min_time=0.02s
+  --benchmark_out="$out/bench_rope.json" --benchmark_out_format=json --benchmark_min_time=0.02
 step rope_report python3 scripts/rope_report.py --out "$out/rope" "$out/bench_rope.json"
 step report python3 tools/gpu_report.py --out "$out" "$out/bench_seed.json" "$out/bench_grad.json"
 [ -f "$out/report.md" ] && cat "$out/report.md"

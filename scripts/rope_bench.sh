@@ -21,7 +21,7 @@ done
 cmake -S . -B "$FUSEX_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$FUSEX_BUILD_DIR" -j "$FUSEX_JOBS" --target bench_rope
 t0=$SECONDS
-"$FUSEX_BUILD_DIR/bench/bench_rope" "${fx_args[@]}" --benchmark_min_time=0.05s \
+"$FUSEX_BUILD_DIR/bench/bench_rope" "${fx_args[@]}" --benchmark_min_time=0.05 \
   --benchmark_out="$out/fusex.json" --benchmark_out_format=json >"$out/fusex.log"
 echo "rope_bench: fusex rows in $((SECONDS - t0)) s"
 files=("$out/fusex.json")

@@ -70,7 +70,7 @@ def main():
         check_json(tj, TORCH)
         files.append(tj)
     fj = os.path.join(a.out, "fusex.json")
-    subprocess.run([a.bench, "--quick", "--benchmark_min_time=0.01s", f"--benchmark_out={fj}",
+    subprocess.run([a.bench, "--quick", "--benchmark_min_time=0.01", f"--benchmark_out={fj}",
                     "--benchmark_out_format=json"], check=True, stdout=subprocess.DEVNULL)
     d, cases = check_json(fj, FUSEX + ["copy"])
     if len(cases) != 4 * 2 * 2:
