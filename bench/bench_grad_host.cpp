@@ -12,10 +12,10 @@ int main(int argc, char** argv) {
   const auto run = [](const std::string& name, auto plan, const auto& args) {
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
       std::apply([&](const auto&... a) { bench::run_plan(st, plan, a...); }, args);
-    })->Unit(benchmark::kMillisecond);
+    })->Unit(benchmark::kMillisecond)->UseRealTime();
   };
   const auto copy = [](const std::string& name, double bytes) {
-    benchmark::RegisterBenchmark(name.c_str(), bench::copy_limit, bytes)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(name.c_str(), bench::copy_limit, bytes)->Unit(benchmark::kMillisecond)->UseRealTime();
   };
   // Sizes that keep a host run short; partial rotary with GQA for rope.
   bench::grad_cases({2048, 4096, 4096, 2048, bench::partial}, run, copy);

@@ -17,16 +17,16 @@ using bench::run_plan;
 template <class... Claimants, class Prog, class... Args>
 void register_case(const char* name, Prog prog, const Args&... args) {
   const double min = fx::modelled_traffic(fx::partition(prog), fx::inputs(args...)).min_bytes;
-  benchmark::RegisterBenchmark((std::string(name) + "/copy_limit").c_str(), copy_limit, min)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark((std::string(name) + "/copy_limit").c_str(), copy_limit, min)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark((std::string(name) + "/fused").c_str(), [=](benchmark::State& st) {
     run_plan(st, fx::partition(prog, fx::policy::fused<Claimants...>{}), args...);
-  })->Unit(benchmark::kMillisecond);
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark((std::string(name) + "/greedy").c_str(), [=](benchmark::State& st) {
     run_plan(st, fx::partition(prog, fx::policy::greedy_claim<Claimants...>{}), args...);
-  })->Unit(benchmark::kMillisecond);
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark((std::string(name) + "/unfused").c_str(), [=](benchmark::State& st) {
     run_plan(st, fx::partition(prog, fx::policy::unfused<Claimants...>{}), args...);
-  })->Unit(benchmark::kMillisecond);
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # The CUDA toolkit is optional; when /usr/local/cuda exists its nvcc is used.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build catch2 libboost-dev libopenblas-dev libbenchmark-dev pkg-config)
+packages=(g++ cmake ninja-build catch2 libboost-dev libopenblas-dev libbenchmark-dev libeigen3-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

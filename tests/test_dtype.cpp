@@ -94,3 +94,92 @@ TEST_CASE("conversions are usable in constant expressions", "[dtype]") {
   static_assert(fusex::promote(fusex::dtype::b8, fusex::dtype::i64) == fusex::dtype::i64);
   SUCCEED();
 }
+
+#if FUSEX_HOST_SIMD
+// The host executor's register lanes (core/simd.hpp) must compute exactly
+// what its scalar lanes compute: the same plan gives the same bits whether a
+// run goes through a vector or value by value.
+namespace {
+template <class F>
+void check_lanes(const char* name, F f, const std::vector<float>& xs) {
+  namespace s = fusex::simd;
+  for (std::size_t i = 0; i + s::width <= xs.size(); i += s::width) {
+    float out[s::width];
+    s::store(out, f(s::load(xs.data() + i)));
+    for (int l = 0; l < s::width; ++l) {
+      const float want = f(xs[i + l]);
+      INFO(name << "(" << xs[i + l] << ") lane " << l << ": " << out[l] << ", scalar " << want);
+      REQUIRE(std::memcmp(&out[l], &want, sizeof want) == 0);
+    }
+  }
+}
+std::vector<float> lane_inputs(float lo, float hi) {
+  std::vector<float> xs = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f, 1.17549435e-38f,
+                           3.4e38f, -3.4e38f, 0.5f, -0.5f, 1.0f, -1.0f, 3.92f, -3.92f, 88.7f, -103.9f, 4.0f};
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int i = 0; i < 4096; ++i) xs.push_back(d(g));
+  while (xs.size() % fusex::simd::width) xs.push_back(1.0f);
+  return xs;
+}
+}  // namespace
+
+TEST_CASE("host register lanes: every float function agrees with its scalar form bit for bit", "[dtype][simd]") {
+  namespace m = fusex::math;
+  const auto wide = lane_inputs(-120.0f, 120.0f), pos = lane_inputs(0.0f, 1e6f);
+  check_lanes("exp", [](auto x) { return m::exp(x); }, wide);
+  check_lanes("exp2", [](auto x) { return m::exp2(x); }, wide);
+  check_lanes("erf", [](auto x) { return m::erf(x); }, lane_inputs(-6.0f, 6.0f));
+  check_lanes("tanh", [](auto x) { return m::tanh(x); }, lane_inputs(-12.0f, 12.0f));
+  check_lanes("sigmoid", [](auto x) { return m::sigmoid(x); }, wide);
+  check_lanes("sin", [](auto x) { return m::sin(x); }, wide);
+  check_lanes("cos", [](auto x) { return m::cos(x); }, wide);
+  check_lanes("abs", [](auto x) { return m::abs(x); }, wide);
+  check_lanes("log", [](auto x) { return m::log(x); }, pos);
+  check_lanes("log1p", [](auto x) { return m::log1p(x); }, pos);
+  check_lanes("rsqrt", [](auto x) { return m::rsqrt(x); }, pos);
+  check_lanes("sqrt", [](auto x) { return m::sqrt(x); }, pos);
+  check_lanes("log of negatives", [](auto x) { return m::log(x); }, wide);
+  check_lanes("maximum", [](auto x) { return m::maximum(x, x * 0.5f - 1.0f); }, wide);
+  check_lanes("minimum", [](auto x) { return m::minimum(x, x * 0.5f - 1.0f); }, wide);
+}
+
+TEST_CASE("host register lanes: bf16 rounding agrees with bf16::from_float on sampled bit patterns", "[dtype][simd]") {
+  namespace s = fusex::simd;
+  std::vector<std::uint32_t> bits;
+  for (std::uint64_t u = 0; u <= 0xffffffffu; u += 65521) bits.push_back(static_cast<std::uint32_t>(u));
+  for (std::uint32_t u : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu, 0x3f808000u, 0x3f818000u,
+                          0x7f7fffffu, 0x00008000u})
+    bits.push_back(u);
+  while (bits.size() % s::width) bits.push_back(0);
+  for (std::size_t i = 0; i < bits.size(); i += s::width) {
+    float in[s::width], back[s::width];
+    std::memcpy(in, bits.data() + i, sizeof in);
+    std::uint16_t h[s::width];
+    s::store_bf16<s::width>(h, in);
+    s::load_bf16<s::width>(h, back);
+    for (int l = 0; l < s::width; ++l) {
+      INFO("pattern 0x" << std::hex << bits[i + l]);
+      REQUIRE(h[l] == fusex::bf16::from_float(in[l]));
+      const float want = fusex::bf16::to_float(h[l]);
+      REQUIRE(std::memcmp(&back[l], &want, sizeof want) == 0);
+    }
+  }
+}
+#endif
+
+TEST_CASE("host erf is within 7 ulp of erf in double on [0, 6]", "[dtype][math]") {
+  double worst = 0;
+  float at = 0;
+  for (float x = 1.2e-38f; x < 6.0f; x = x < 1e-6f ? x * 1.001f : std::nextafter(x, 7.0f) + (x > 1e-3f ? x * 3e-6f : 0)) {
+    const double e = std::erf(static_cast<double>(x));
+    const double u = std::fabs(fusex::math::erf(x) - e) / std::ldexp(1.0, std::ilogb(static_cast<float>(e)) - 23);
+    if (u > worst) worst = u, at = x;
+  }
+  INFO("worst " << worst << " ulp at " << at);
+  CHECK(worst <= 7.5);
+  CHECK(std::isnan(fusex::math::erf(NAN)));
+  CHECK(fusex::math::erf(INFINITY) == 1.0f);
+  CHECK(fusex::math::erf(-INFINITY) == -1.0f);
+  CHECK(std::signbit(fusex::math::erf(-0.0f)));
+}

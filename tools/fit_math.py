@@ -57,14 +57,45 @@ def log_eval(c, s):
     return np.float32(np.float32(2) * s + s * s2 * horner32(c, s2))
 report("log P(s^2)", P_log, log_eval, lambda s: 2 * mp.atanh(s), 1e-4, smax)
 
-# erf(x) = x * P(x^2), |x| <= 1
-P_erf = fit(lambda x: [x ** (2 * k + 1) for k in range(7)], mp.erf, mp.erf, 1e-6, 1.0)
-report("erf small x*P(x^2)", P_erf, lambda c, x: np.float32(x) * horner32(c, np.float32(x) * np.float32(x)), mp.erf, 1e-4, 1.0)
+# erf(x) = x * P(x^2) / Q(x^2), |x| <= 3.92 (beyond, erf rounds to +-1 in
+# float): one rational on the whole range, so a vector of lanes computes one
+# expression and no exp; fitted for relative error by iterated linearised
+# least squares (P - f Q = 0 weighted by 1 / (f Q), Q(0) = 1).
+def fit_rational_erf(dp, dq, X=3.92, iters=12):
+    xs = np.unique(np.concatenate([0.5 * X * (1 - np.cos(np.linspace(0, np.pi, 3000))), np.linspace(0, X, 3000)]))
+    xs = xs[xs > 1e-4]
+    f = np.array([float(mp.erf(x)) / x for x in xs])
+    s = xs * xs
+    w = np.ones_like(s)
+    for _ in range(iters):
+        A = np.concatenate([np.stack([s ** k for k in range(dp + 1)], 1),
+                            -np.stack([f * s ** k for k in range(1, dq + 1)], 1)], 1)
+        W = w / np.abs(f)
+        c, *_ = np.linalg.lstsq(A * W[:, None], f * W, rcond=None)
+        q = np.concatenate([[1], c[dp + 1:]])
+        w = 1 / np.abs(sum(q[k] * s ** k for k in range(dq + 1)))
+    return [np.float32(v) for v in c[:dp + 1]], [np.float32(v) for v in q]
 
-# erfc(x) = exp(-x^2 + R(x)), 1 <= x <= 4: R smooth
-P_erfc = fit(lambda x: [x ** k for k in range(10)], lambda x: mp.log(mp.erfc(x)) + x * x, lambda x: 1.0, 1.0, 4.0)
-print("// erfc R(x) coefficients (error checked in the C++ tests)")
-print("  " + ", ".join(f"{float(c):.9e}f" for c in P_erfc))
+
+def fma_horner32(coefs, t):  # the C++ Horner with contraction: one rounding per step
+    r = np.float32(0)
+    for c in reversed(coefs):
+        r = np.float32(float(r) * float(t) + float(c))
+    return r
+
+
+P_erf, Q_erf = fit_rational_erf(6, 5)
+def erf_eval(c, x):
+    a = np.float32(min(abs(np.float32(x)), np.float32(3.92)))
+    xc = np.float32(np.sign(x) * a)
+    s = np.float32(xc * xc)
+    r = np.float32(xc * np.float32(fma_horner32(c[0], s) / fma_horner32(c[1], s)))
+    return np.float32(max(min(r, 1), -1))
+xs = np.concatenate([np.linspace(0, 5, 100001), np.logspace(-30, 0.7, 10000)]).astype(np.float32)
+worst = max(ulp_err(erf_eval((P_erf, Q_erf), x), mp.erf(mp.mpf(float(x)))) for x in xs)
+print(f"// erf x*P(x^2)/Q(x^2): max {worst:.2f} ulp on [0, 5]")
+print("  P: " + ", ".join(f"{float(c):.9e}f" for c in P_erf))
+print("  Q: " + ", ".join(f"{float(c):.9e}f" for c in Q_erf[1:]))
 
 # tanh(x) = x * P(x^2), |x| <= 0.625
 P_tanh = fit(lambda x: [x ** (2 * k + 1) for k in range(6)], mp.tanh, mp.tanh, 1e-6, 0.625)

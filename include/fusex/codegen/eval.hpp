@@ -182,10 +182,52 @@ struct context {
   const unsigned char* const* row_cache = nullptr;
   const idx_t* row_outer = nullptr;  // the cached row's outer coordinates
   int lane = 0;  // one-value evaluations in column groups: the lane they stand for
+  // The host's row groups: the current row's row-invariant values
+  // (row_value_slot), computed once per row instead of once per run.
+  const double* row_values = nullptr;
   // A lanes-mode evaluation could not keep its lanes together (lanes_fail):
   // the caller redoes the run one value at a time.
   mutable bool failed = false;
 };
+
+// Row-invariant values of a row group: computed floats of the row's shape
+// with the reduced axis kept as 1 (a norm's 1 / sqrt(var + eps)). Every run
+// of a row reads them as one value; the host computes them once per row.
+// Their slot, or -1.
+template <class C>
+consteval int row_value_slot(int u) {
+  using P = prog<C>;
+  if (P::kind() != group_kind::row_reduction) return -1;
+  const int X = P::operand(P::reduction(), 0), rd = P::rank(X);
+  int k = 0;
+  for (int i = 0; i < P::nlocals(); ++i) {
+    const dtype d = P::dt(i);
+    const bool fits = !P::is_leaf(i) && category(P::op(i)) == op_category::elementwise && P::rank(i) == rd &&
+                      P::static1(i, rd - 1) && (d == dtype::f32 || d == dtype::f64 || is_16bit(d));
+    if (i == u) return fits ? k : -1;
+    k += fits;
+  }
+  return -1;
+}
+template <class C>
+consteval int row_value_count() {
+  int n = 0;
+  for (int i = 0; i < prog<C>::nlocals(); ++i) n += row_value_slot<C>(i) >= 0;
+  return n;
+}
+
+// One value of local U at idx, from the row cache when U has a slot there.
+template <class C, int U, class Ctx>
+FUSEX_HD inline vt<prog<C>::dt(U)> eval_one(const Ctx& cx, const idx_t* idx);
+template <class C, int U, class Ctx>
+FUSEX_HD inline vt<prog<C>::dt(U)> row_value_or_eval(const Ctx& cx, const idx_t* idx) {
+#if !FUSEX_DEVICE_PASS
+  if constexpr (constexpr int slot = row_value_slot<C>(U); slot >= 0) {
+    if (cx.row_values) return static_cast<vt<prog<C>::dt(U)>>(cx.row_values[slot]);
+  }
+#endif
+  return eval_one<C, U>(cx, idx);
+}
 
 // Members of the frame rooted at local R, their register class (0 float,
 // 1 double, 2 long long) and position. Read through the accessors, which
@@ -345,6 +387,24 @@ consteval scale_shift scale_shift_of() {
   return r;
 }
 
+// Host lanes of float computed as one vector (simd.hpp): M computes in
+// f32, its value and its operands' are held as floats, and the lanes fill
+// whole registers.
+template <class C, int M, int W>
+consteval bool host_vector_op() {
+#if FUSEX_HOST_SIMD
+  using P = prog<C>;
+  const auto held_as_float = [](dtype d) { return d == dtype::f32 || d == dtype::bf16 || d == dtype::f16; };
+  if (W % simd::width != 0 || compute_dtype_of<C, M>() != dtype::f32 || !held_as_float(P::dt(M))) return false;
+  if (is_comparison(P::op(M))) return false;
+  for (int k = 0; k < P::nops(M); ++k)
+    if (!held_as_float(P::dt(P::operand(M, k)))) return false;
+  return true;
+#else
+  return false;
+#endif
+}
+
 // Is M a where whose two values have M's dtype?
 template <class C, int M>
 consteval bool selects_dtype() {
@@ -402,7 +462,7 @@ template <class C, int M, int W, class Ctx>
 FUSEX_HD inline void lanes_fail(const Ctx& cx, rep_t<prog<C>::dt(M)>* out) {
   FUSEX_COLD();
   cx.failed = true;
-#pragma unroll
+FUSEX_UNROLL
   for (int l = 0; l < rep_n<prog<C>::dt(M), W>; ++l) out[l] = 0;
 }
 
@@ -411,18 +471,18 @@ template <class C, int M, int U, int W>
 FUSEX_HD inline void convert_rep(const rep_t<prog<C>::dt(U)>* in, rep_t<prog<C>::dt(M)>* out) {
   constexpr dtype D = prog<C>::dt(M), DU = prog<C>::dt(U);
   if constexpr (DU == D) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < rep_n<D, W>; ++l) out[l] = in[l];
   } else {
     vt<DU> x[W];
     unpack_rep<DU, W>(in, x);
     vt<D> y[W];
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) y[l] = static_cast<vt<D>>(x[l]);
     if constexpr (is_16bit(D)) {
       if constexpr (!packed16<D>) round_lanes<D, W>(y);
     } else {
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) y[l] = to_dtype<D>(x[l]);
     }
     pack_rep<D, W>(y, out);
@@ -438,9 +498,9 @@ FUSEX_HD inline void remap_operand(const Ctx& cx, const I* iu, rep_t<prog<C>::dt
   rep_t<DU> tmp[rep_n<DU, W>];
   if constexpr (LU < 0 && W > 1) {
     idx_t i1[ru > 0 ? ru : 1];
-#pragma unroll
+FUSEX_UNROLL
     for (int d = 0; d < ru; ++d) i1[d] = iu[d];
-    splat_rep<DU, W>(eval_one<C, U>(cx, i1), tmp);
+    splat_rep<DU, W>(row_value_or_eval<C, U>(cx, i1), tmp);
   } else {
     eval<C, U, W, LU, I>(cx, iu, tmp);
   }
@@ -497,7 +557,7 @@ FUSEX_HD inline void cat_operand(const Ctx& cx, const I* idx, I p, rep_t<prog<C>
     if constexpr (LA == ax) {
       lanes_fail<C, M, W>(cx, out);
     } else {
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < rep_n<prog<C>::dt(M), W>; ++l) out[l] = 0;
     }
   } else {
@@ -506,7 +566,7 @@ FUSEX_HD inline void cat_operand(const Ctx& cx, const I* idx, I p, rep_t<prog<C>
     constexpr int span = LA == ax ? W : 1;
     if (p + span <= e) {
       I iu[r];
-#pragma unroll
+FUSEX_UNROLL
       for (int d = 0; d < r; ++d) iu[d] = idx[d];
       iu[ax] = p;
       remap_operand<C, M, U, W, LA, I>(cx, iu, out);
@@ -540,14 +600,16 @@ FUSEX_HD void remap(const Ctx& cx, const I* idx, rep_t<prog<C>::dt(M)>* out) {
     constexpr int span = LA == ax ? W : 1;
     if (p >= 0 && p + span <= e) {
       I iu[r];
-#pragma unroll
+FUSEX_UNROLL
       for (int d = 0; d < r; ++d) iu[d] = idx[d];
       iu[ax] = p;
       remap_operand<C, M, U, W, LA, I>(cx, iu, out);
     } else if (p + span <= 0 || p >= e) {
       splat_constant<D, W>(P::value(M), out);
+    } else if constexpr (LA == ax) {
+      lanes_fail<C, M, W>(cx, out);  // the lanes straddle a pad boundary
     } else {
-      if constexpr (LA == ax) lanes_fail<C, M, W>(cx, out);
+      splat_constant<D, W>(0.0, out);  // not reached: one position is inside or outside
     }
   } else {
     constexpr int U = P::operand(M, 0);
@@ -572,7 +634,7 @@ FUSEX_HD void remap(const Ctx& cx, const I* idx, rep_t<prog<C>::dt(M)>* out) {
       constexpr int s_step = P::iparam(M, 2);
       const I start = static_cast<I>(ext_of<C, P::iparam(M, 0)>(a));
       const I step = static_cast<I>(ext_of<C, s_step>(a));
-#pragma unroll
+FUSEX_UNROLL
       for (int d = 0; d < r; ++d) iu[d] = idx[d];
       iu[ax] = start + idx[ax] * step;
       if constexpr (LA != ax || (P::expr_const(s_step) && P::expr_value(s_step) == 1)) {
@@ -643,7 +705,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       // other rows, and rows too long for the cache, read global memory
       // again (the cold path: a row kernel's passes expect the cache)
       bool hit = cx.row_cache[s] != nullptr;
-#pragma unroll
+FUSEX_UNROLL
       for (int d = 0; d + 1 < r; ++d) hit = hit && idx[d] == static_cast<I>(cx.row_outer[d]);
       if (hit) {
         load_rep<D, W, I, true>(cx.row_cache[s], idx[LA], I(1), o);
@@ -652,7 +714,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       FUSEX_COLD();
     }
     I off = 0;
-#pragma unroll
+FUSEX_UNROLL
     for (int d = 0; d < r; ++d) off += idx[d] * static_cast<I>(a.in_str[s][d]);
     if constexpr (LA < 0) load_rep<D, 1, I>(a.in[s], off, I(1), o);
     else load_rep<D, W, I>(a.in[s], off, static_cast<I>(a.in_str[s][LA]), o);
@@ -662,7 +724,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
     splat_rep<D, W>(to_dtype<D>(static_cast<double>(ext_of<C, P::iparam(M, 0)>(a))), o);
   } else if constexpr (K == op_kind::iota) {
     vt<D> v[W];
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l)
       v[l] = to_dtype<D>(P::value(M) + static_cast<double>(static_cast<idx_t>(idx[0]) + l) * P::value2(M));
     set_values(v);
@@ -683,7 +745,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
     } else {
       static_assert(Ctx::red_lanes == W, "fusex internal: column reduction values are read at the group's lanes");
       vt<D> x[W];
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) x[l] = v[l];
       set_values(x);
     }
@@ -698,19 +760,19 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       constexpr dtype DU = P::dt(U);
       if constexpr (P::identity(M, k)) {
         const auto* src = lanes_of<C, R, U>(st);
-#pragma unroll
+FUSEX_UNROLL
         for (int l = 0; l < rep_n<DU, W>; ++l) tmp[l] = src[l];
       } else {
         constexpr int ru = P::rank(U);
         constexpr std::int64_t mask = P::bcast(M, k);
         if constexpr (ru == 0 || LA < 0 || ((mask >> (LA >= 0 ? LA : 0)) & 1)) {
           idx_t iu[ru > 0 ? ru : 1];
-#pragma unroll
+FUSEX_UNROLL
           for (int d = 0; d < ru; ++d) iu[d] = ((mask >> d) & 1) ? 0 : static_cast<idx_t>(idx[d]);
-          splat_rep<DU, W>(eval_one<C, U>(cx, iu), tmp);
+          splat_rep<DU, W>(row_value_or_eval<C, U>(cx, iu), tmp);
         } else {
           I iu[ru];
-#pragma unroll
+FUSEX_UNROLL
           for (int d = 0; d < ru; ++d) iu[d] = ((mask >> d) & 1) ? I(0) : idx[d];
           eval<C, U, W, LA, I>(cx, iu, tmp);
         }
@@ -734,10 +796,10 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       if constexpr (P::nops(M) > 1) {
         operand_rep(c1, y);
       } else {
-#pragma unroll
+FUSEX_UNROLL
         for (int l = 0; l < n; ++l) y[l] = 0;
       }
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < n; ++l) o[l] = packed_apply<K, D>(x[l], y[l]);
     } else if constexpr (packed16<D> && selects_dtype<C, M>()) {
       // a select of packed halves
@@ -747,7 +809,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       operand_values(c0, pr);
       operand_rep(c1, x);
       operand_rep(c2, y);
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < n; ++l) {
         const std::uint32_t m = (pr[2 * l] != 0 ? 0xffffu : 0u) | (2 * l + 1 < W && pr[2 * l + 1] != 0 ? 0xffff0000u : 0u);
         o[l] = (x[l] & m) | (y[l] & ~m);
@@ -759,10 +821,10 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
         vt<P::dt(P::operand(M, 0))> x[W];
         operand_values(c0, x);
         if constexpr (is_16bit(D)) {
-#pragma unroll
+FUSEX_UNROLL
           for (int l = 0; l < W; ++l) v[l] = static_cast<float>(x[l]);
         } else {
-#pragma unroll
+FUSEX_UNROLL
           for (int l = 0; l < W; ++l) v[l] = to_dtype<D>(x[l]);
         }
       } else if constexpr (K == op_kind::where) {
@@ -772,7 +834,7 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
         operand_values(c0, pr);
         operand_values(c1, x);
         operand_values(c2, y);
-#pragma unroll
+FUSEX_UNROLL
         for (int l = 0; l < W; ++l) {
           const vt<ct> t = pr[l] != 0 ? static_cast<vt<ct>>(x[l]) : static_cast<vt<ct>>(y[l]);
           if constexpr (is_16bit(D)) v[l] = t;
@@ -781,17 +843,23 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
       } else if constexpr (P::nops(M) == 1) {
         vt<P::dt(P::operand(M, 0))> x[W];
         operand_values(c0, x);
-#pragma unroll
-        for (int l = 0; l < W; ++l) {
-          const vt<ct> t = unary<K>(static_cast<vt<ct>>(x[l]));
-          if constexpr (is_16bit(D)) v[l] = t;
-          else v[l] = to_dtype<D>(t);
+        if constexpr (host_vector_op<C, M, W>()) {
+#if FUSEX_HOST_SIMD
+          simd::map<W>(v, x, [](simd::f32v a) { return unary<K>(a); });
+#endif
+        } else {
+FUSEX_UNROLL
+          for (int l = 0; l < W; ++l) {
+            const vt<ct> t = unary<K>(static_cast<vt<ct>>(x[l]));
+            if constexpr (is_16bit(D)) v[l] = t;
+            else v[l] = to_dtype<D>(t);
+          }
         }
       } else if constexpr (constexpr scale_shift sc = scale_shift_of<C, M>(); sc.u >= 0) {
         // (u + k) * 2^e as one fused multiply-add, exactly: the scaling by a
         // power of two rounds nothing
         const auto* u = lanes_of<C, R, sc.u>(st);
-#pragma unroll
+FUSEX_UNROLL
         for (int l = 0; l < W; ++l) v[l] = math::fma(u[l], static_cast<float>(sc.c), static_cast<float>(sc.kc));
       } else {
         vt<P::dt(P::operand(M, 0))> x[W];
@@ -802,14 +870,24 @@ FUSEX_HD inline void compute(const Ctx& cx, const I* idx, S& st) {
           // one divisor for all the lanes (a row's sum, a norm): its
           // reciprocal once, then a multiply per lane (within 2 ulp of division)
           const vt<ct> rc = vt<ct>(1) / static_cast<vt<ct>>(y[0]);
-#pragma unroll
-          for (int l = 0; l < W; ++l) {
-            const vt<ct> t = static_cast<vt<ct>>(x[l]) * rc;
-            if constexpr (is_16bit(D)) v[l] = static_cast<float>(t);
-            else v[l] = to_dtype<D>(t);
+          if constexpr (host_vector_op<C, M, W>()) {
+#if FUSEX_HOST_SIMD
+            simd::map<W>(v, x, [rc](simd::f32v a) { return a * rc; });
+#endif
+          } else {
+FUSEX_UNROLL
+            for (int l = 0; l < W; ++l) {
+              const vt<ct> t = static_cast<vt<ct>>(x[l]) * rc;
+              if constexpr (is_16bit(D)) v[l] = static_cast<float>(t);
+              else v[l] = to_dtype<D>(t);
+            }
           }
+        } else if constexpr (host_vector_op<C, M, W>()) {
+#if FUSEX_HOST_SIMD
+          simd::map<W>(v, x, y, [](simd::f32v a, simd::f32v b) { return binary<K>(a, b); });
+#endif
         } else {
-#pragma unroll
+FUSEX_UNROLL
           for (int l = 0; l < W; ++l) {
             const auto t = binary<K>(static_cast<vt<ct>>(x[l]), static_cast<vt<ct>>(y[l]));
             if constexpr (is_16bit(D)) v[l] = static_cast<float>(t);
@@ -836,7 +914,7 @@ FUSEX_HD void eval(const Ctx& cx, const I* idx, rep_t<prog<C>::dt(R)>* out) {
     compute<C, R, m, W, LA, I, Raw>(cx, idx, st);
   });
   const auto* r = lanes_of<C, R, R>(st);
-#pragma unroll
+FUSEX_UNROLL
   for (int l = 0; l < rep_n<prog<C>::dt(R), W>; ++l) out[l] = r[l];
 }
 

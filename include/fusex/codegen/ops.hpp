@@ -25,10 +25,18 @@ FUSEX_HD inline long long ipow(long long base, long long e) {
   return static_cast<long long>(r);
 }
 
-// T is float, double or long long.
+// Floats, and on the host a register of float lanes (simd::f32v).
+template <class T>
+inline constexpr bool float_like = std::is_floating_point_v<T>
+#if FUSEX_HOST_SIMD
+                                   || simd::is_f32v<T>
+#endif
+    ;
+
+// T is float, double or long long (or float lanes).
 template <op_kind K, class T>
 FUSEX_HD inline T unary(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (float_like<T>) {
     if constexpr (K == op_kind::neg) return -x;
     else if constexpr (K == op_kind::abs) return math::abs(x);
     else if constexpr (K == op_kind::exp) return math::exp(x);
@@ -37,7 +45,10 @@ FUSEX_HD inline T unary(T x) {
     else if constexpr (K == op_kind::log1p) return math::log1p(x);
     else if constexpr (K == op_kind::sqrt) return math::sqrt(x);
     else if constexpr (K == op_kind::rsqrt) return math::rsqrt(x);
-    else if constexpr (K == op_kind::reciprocal) return T(1) / x;
+    else if constexpr (K == op_kind::reciprocal) {
+      if constexpr (std::is_floating_point_v<T>) return T(1) / x;
+      else return 1.0f / x;
+    }
     else if constexpr (K == op_kind::erf) return math::erf(x);
     else if constexpr (K == op_kind::tanh) return math::tanh(x);
     else if constexpr (K == op_kind::sin) return math::sin(x);
@@ -61,7 +72,7 @@ FUSEX_HD inline auto binary(T a, T b) {
     else if constexpr (K == op_kind::gt) r = a > b;
     else r = a >= b;
     return static_cast<long long>(r);
-  } else if constexpr (std::is_floating_point_v<T>) {
+  } else if constexpr (float_like<T>) {
     if constexpr (K == op_kind::add) return a + b;
     else if constexpr (K == op_kind::sub) return a - b;
     else if constexpr (K == op_kind::mul) return a * b;

@@ -43,6 +43,7 @@ FUSEX_HD inline A weight(A b, A n) {
 template <op_kind K, dtype DU, class A, bool MeanOnly = false, class V = vt<DU>>
 struct reducer {
   static_assert(K == op_kind::sum || K == op_kind::amax || K == op_kind::var_mean, "fusex internal: not a reduction");
+  static constexpr op_kind kind = K;
   static constexpr bool fp = is_floating(DU);
   static constexpr bool as_sum = K == op_kind::sum || (K == op_kind::var_mean && MeanOnly);
   using value = V;
@@ -98,11 +99,11 @@ struct reducer {
   FUSEX_HD static void add_lanes(state& s, const value* x) {
     if constexpr (K == op_kind::var_mean && !MeanOnly) {
       A sum = 0;
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) sum += static_cast<A>(x[l]);
       const A mean = sum * (A(1) / A(W));
       A m2 = 0;
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) {
         const A d = static_cast<A>(x[l]) - mean;
         m2 += d * d;
@@ -110,11 +111,11 @@ struct reducer {
       s = combine(s, moments<A>{W, mean, m2});
     } else {
       state t[W];
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) t[l] = of(x[l]);
-#pragma unroll
+FUSEX_UNROLL
       for (int step = 1; step < W; step *= 2)
-#pragma unroll
+FUSEX_UNROLL
         for (int l = 0; l + step < W; l += 2 * step) t[l] = combine(t[l], t[l + step]);
       s = combine(s, t[0]);
     }

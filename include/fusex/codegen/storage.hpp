@@ -10,6 +10,7 @@
 
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
+#include "../core/simd.hpp"
 #include "../capture/op.hpp"
 
 #if defined(__CUDACC__)
@@ -98,7 +99,7 @@ template <dtype D, int W>
 FUSEX_HD inline void round_lanes(vt<D>* v) {
 #if FUSEX_DEVICE_PASS
   if constexpr (D == dtype::bf16 && W % 2 == 0) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; l += 2) {
       const float2 f = __bfloat1622float2(__floats2bfloat162_rn(v[l], v[l + 1]));
       v[l] = f.x;
@@ -106,7 +107,7 @@ FUSEX_HD inline void round_lanes(vt<D>* v) {
     }
     return;
   } else if constexpr (D == dtype::f16 && W % 2 == 0) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; l += 2) {
       const float2 f = __half22float2(__floats2half2_rn(v[l], v[l + 1]));
       v[l] = f.x;
@@ -115,8 +116,14 @@ FUSEX_HD inline void round_lanes(vt<D>* v) {
     return;
   }
 #endif
+#if FUSEX_HOST_SIMD
+  if constexpr (D == dtype::bf16 && W % simd::width == 0) {
+    simd::round_bf16<W>(v);
+    return;
+  }
+#endif
   if constexpr (D != dtype::f32 && D != dtype::f64) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) v[l] = to_dtype<D>(v[l]);
   }
 }
@@ -159,7 +166,7 @@ inline constexpr int lane_words = (W * static_cast<int>(sizeof(storage_t<D>)) + 
 
 template <dtype D, int W>
 FUSEX_HD inline void unpack_words(const std::uint32_t* w, vt<D>* out) {
-#pragma unroll
+FUSEX_UNROLL
   for (int l = 0; l < W; ++l) {
     if constexpr (D == dtype::bf16) {
       const std::uint32_t x = w[l / 2];
@@ -188,7 +195,7 @@ FUSEX_HD inline void unpack_words(const std::uint32_t* w, vt<D>* out) {
 template <dtype D, int W>
 FUSEX_HD inline void pack_words(const vt<D>* v, std::uint32_t* w) {
   if constexpr (D == dtype::bf16 || D == dtype::f16) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; l += 2) {
 #if FUSEX_DEVICE_PASS
       if constexpr (D == dtype::bf16) {
@@ -207,13 +214,13 @@ FUSEX_HD inline void pack_words(const vt<D>* v, std::uint32_t* w) {
 #endif
     }
   } else if constexpr (D == dtype::f32) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) w[l] = bit_cast<std::uint32_t>(v[l]);
   } else if constexpr (D == dtype::i32) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) w[l] = static_cast<std::uint32_t>(v[l]);
   } else if constexpr (D == dtype::f64 || D == dtype::i64) {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) {
       std::uint64_t x;
       if constexpr (D == dtype::f64) x = bit_cast<std::uint64_t>(v[l]);
@@ -222,9 +229,9 @@ FUSEX_HD inline void pack_words(const vt<D>* v, std::uint32_t* w) {
       w[2 * l + 1] = static_cast<std::uint32_t>(x >> 32);
     }
   } else {  // b8
-#pragma unroll
+FUSEX_UNROLL
     for (int k = 0; k < lane_words<D, W>; ++k) w[k] = 0;
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) w[l / 4] |= (v[l] != 0 ? 1u : 0u) << (8 * (l % 4));
   }
 }
@@ -284,7 +291,7 @@ FUSEX_HD inline void load_lanes(const void* p, I off, I step, vt<D>* out) {
     const S* q = static_cast<const S*>(p) + off;
     if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
       std::uint32_t w[lane_words<D, W>];
-#pragma unroll
+FUSEX_UNROLL
       for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k) {
         if constexpr (Shared) load_shared_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, w + k * VB / 4);
         else load_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, w + k * VB / 4);
@@ -294,8 +301,21 @@ FUSEX_HD inline void load_lanes(const void* p, I off, I step, vt<D>* out) {
     }
   }
   FUSEX_COLD();
+#else
+  // Unit stride (the common case) as its own loop: with a compile-time
+  // stride the conversions vectorise.
+  if (step == 1) {
+#if FUSEX_HOST_SIMD
+    if constexpr (D == dtype::bf16 && W % simd::width == 0) {
+      simd::load_bf16<W>(static_cast<const storage_t<D>*>(p) + off, out);
+      return;
+    }
 #endif
-#pragma unroll
+    for (int l = 0; l < W; ++l) out[l] = load_value<D>(p, static_cast<long long>(off) + l);
+    return;
+  }
+#endif
+FUSEX_UNROLL
   for (int l = 0; l < W; ++l) out[l] = load_value<D>(p, static_cast<long long>(off) + static_cast<long long>(l) * step);
 }
 
@@ -310,15 +330,26 @@ FUSEX_HD inline void store_lanes(void* p, I off, I step, const vt<D>* v) {
     if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
       std::uint32_t w[lane_words<D, W>];
       pack_words<D, W>(v, w);
-#pragma unroll
+FUSEX_UNROLL
       for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k)
         store_vector<VB>(reinterpret_cast<unsigned char*>(q) + k * VB, w + k * VB / 4);
       return;
     }
   }
   FUSEX_COLD();
+#else
+  if (step == 1) {
+#if FUSEX_HOST_SIMD
+    if constexpr (D == dtype::bf16 && W % simd::width == 0) {
+      simd::store_bf16<W>(static_cast<storage_t<D>*>(p) + off, v);
+      return;
+    }
 #endif
-#pragma unroll
+    for (int l = 0; l < W; ++l) store_value<D>(p, static_cast<long long>(off) + l, v[l]);
+    return;
+  }
+#endif
+FUSEX_UNROLL
   for (int l = 0; l < W; ++l) store_value<D>(p, static_cast<long long>(off) + static_cast<long long>(l) * step, v[l]);
 }
 
@@ -353,11 +384,11 @@ FUSEX_HD inline void unpack_rep(const rep_t<D>* r, vt<D>* v) {
     } else {
       vt<D> t[W + 1];
       unpack_words<D, W + 1>(r, t);
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) v[l] = t[l];
     }
   } else {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) v[l] = r[l];
   }
 }
@@ -368,13 +399,13 @@ FUSEX_HD inline void pack_rep(const vt<D>* v, rep_t<D>* r) {
       pack_words<D, W>(v, r);
     } else {
       vt<D> t[W + 1];
-#pragma unroll
+FUSEX_UNROLL
       for (int l = 0; l < W; ++l) t[l] = v[l];
       t[W] = 0;
       pack_words<D, W + 1>(t, r);
     }
   } else {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) r[l] = v[l];
   }
 }
@@ -385,10 +416,10 @@ FUSEX_HD inline void splat_rep(vt<D> v, rep_t<D>* r) {
     vt<D> t[2] = {v, v};
     std::uint32_t w[1];
     pack_words<D, 2>(t, w);
-#pragma unroll
+FUSEX_UNROLL
     for (int k = 0; k < rep_n<D, W>; ++k) r[k] = w[0];
   } else {
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l) r[l] = v;
   }
 }
@@ -399,7 +430,7 @@ FUSEX_HD inline void splat_constant(double v, rep_t<D>* r) {
     constexpr int n = rep_n<D, W>;
     const std::uint32_t h = bits16<D>(static_cast<float>(v));
     const std::uint32_t w = h | h << 16;
-#pragma unroll
+FUSEX_UNROLL
     for (int k = 0; k < n; ++k) r[k] = w;
   } else {
     splat_rep<D, W>(to_dtype<D>(v), r);
@@ -469,7 +500,7 @@ FUSEX_HD inline void load_rep(const void* p, I off, I step, rep_t<D>* out) {
     const unsigned short* q = static_cast<const unsigned short*>(p) + off;
     if constexpr (VB > 0) {
       if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
-#pragma unroll
+FUSEX_UNROLL
         for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k) {
           if constexpr (Shared) load_shared_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, out + k * VB / 4);
           else load_vector<VB>(reinterpret_cast<const unsigned char*>(q) + k * VB, out + k * VB / 4);
@@ -478,7 +509,7 @@ FUSEX_HD inline void load_rep(const void* p, I off, I step, rep_t<D>* out) {
       }
       FUSEX_COLD();
     }
-#pragma unroll
+FUSEX_UNROLL
     for (int k = 0; k < rep_n<D, W>; ++k) {
       const std::uint32_t lo = q[static_cast<long long>(2 * k) * step];
       const std::uint32_t hi = 2 * k + 1 < W ? q[static_cast<long long>(2 * k + 1) * step] : 0u;
@@ -499,14 +530,14 @@ FUSEX_HD inline void store_rep(void* p, I off, I step, const rep_t<D>* v) {
     unsigned short* q = static_cast<unsigned short*>(p) + off;
     if constexpr (VB > 0) {
       if (step == 1 && (reinterpret_cast<std::uintptr_t>(q) & (VB - 1)) == 0) {
-#pragma unroll
+FUSEX_UNROLL
         for (int k = 0; k < lane_words<D, W> * 4 / VB; ++k)
           store_vector<VB>(reinterpret_cast<unsigned char*>(q) + k * VB, v + k * VB / 4);
         return;
       }
       FUSEX_COLD();
     }
-#pragma unroll
+FUSEX_UNROLL
     for (int l = 0; l < W; ++l)
       q[static_cast<long long>(l) * step] = static_cast<unsigned short>(l % 2 == 0 ? v[l / 2] & 0xffffu : v[l / 2] >> 16);
 #endif

@@ -19,6 +19,14 @@
 #define FUSEX_NOINLINE __attribute__((noinline))
 #endif
 
+// Full unrolling of the short loops over lanes, for the device compiler.
+// GCC unrolls such constant loops by itself, and warns of the pragma.
+#if defined(__CUDACC__) || defined(__clang__)
+#define FUSEX_UNROLL _Pragma("unroll")
+#else
+#define FUSEX_UNROLL
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define FUSEX_DEVICE_PASS 1
 #else

@@ -1,7 +1,7 @@
 #pragma once
 // Float math for fused kernels. On the device these are CUDA's own functions.
 // On the host they are branch-free polynomial versions (coefficients fitted
-// by tools/fit_math.py, errors of 1-3 ulp), so that the loops over lanes in
+// by tools/fit_math.py, errors of 1-3 ulp; erf 7), so that the loops over lanes in
 // the host executor vectorise: a scalar erff loop is about 20x slower.
 // Double-precision math uses the standard library on the host.
 
@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "dtype.hpp"
+#include "simd.hpp"
 
 namespace fusex::math {
 
@@ -58,9 +59,18 @@ FUSEX_HD inline double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
 
 #else
 
+// One definition of each float function over F = float and, where the host
+// has vector types, F = simd::f32v (a register of lanes): the helpers below are
+// overloaded for both, and the lanes compute exactly what float does.
 namespace detail {
 inline float bits_to_float(std::uint32_t u) { return fusex::detail::bit_cast<float>(u); }
 inline std::uint32_t float_to_bits(float f) { return fusex::detail::bit_cast<std::uint32_t>(f); }
+inline std::int32_t to_i32(float f) { return static_cast<std::int32_t>(f); }
+inline float to_f32(std::int32_t i) { return static_cast<float>(i); }
+inline std::uint32_t as_u32(std::int32_t i) { return static_cast<std::uint32_t>(i); }
+inline std::int32_t as_i32(std::uint32_t u) { return static_cast<std::int32_t>(u); }
+template <class F>
+inline F splat(float a) { return a; }
 // A select by bit masks. GCC will not if-convert `c ? a : b` when a or b is
 // a floating computation (it could trap), which stops vectorisation; with
 // both sides computed and blended, the loops vectorise at -O3.
@@ -68,108 +78,124 @@ inline float sel(bool c, float a, float b) {
   const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
   return bits_to_float((float_to_bits(a) & m) | (float_to_bits(b) & ~m));
 }
-inline float clamp(float x, float lo, float hi) { return sel(x < lo, lo, sel(x > hi, hi, x)); }
-inline float horner(float, float c0) { return c0; }
-template <class... C>
-inline float horner(float t, float c0, C... rest) {
+#if FUSEX_HOST_SIMD
+using simd::f32v;
+using simd::i32v;
+using simd::u32v;
+inline f32v bits_to_float(u32v u) { return reinterpret_cast<f32v>(u); }
+inline u32v float_to_bits(f32v f) { return reinterpret_cast<u32v>(f); }
+inline i32v to_i32(f32v f) { return __builtin_convertvector(f, i32v); }
+inline f32v to_f32(i32v i) { return __builtin_convertvector(i, f32v); }
+inline u32v as_u32(i32v i) { return reinterpret_cast<u32v>(i); }
+inline i32v as_i32(u32v u) { return reinterpret_cast<i32v>(u); }
+template <>
+inline f32v splat<f32v>(float a) { return simd::splat(a); }
+// c: a lane comparison (all ones or zero per lane)
+template <class A, class B>
+inline f32v sel(i32v c, A a, B b) { return c ? simd::as_vector(a) : simd::as_vector(b); }
+#endif
+template <class F>
+inline F clamp(F x, float lo, float hi) { return sel(x < lo, lo, sel(x > hi, hi, x)); }
+template <class F>
+inline F horner(F, float c0) { return splat<F>(c0); }
+template <class F, class... C>
+inline F horner(F t, float c0, C... rest) {
   return c0 + t * horner(t, rest...);
 }
 // Round to nearest integer (|v| < 2^22) without a library call.
-inline float round_int(float v) {
+template <class F>
+inline F round_int(F v) {
   const float magic = 12582912.0f;  // 1.5 * 2^23
   return (v + magic) - magic;
 }
 // y * 2^n for integral n in [-252, 254], in two steps so neither factor
 // overflows and results near the float range limits stay exact.
-inline float scale2(float y, float n) {
-  const std::int32_t k = static_cast<std::int32_t>(n);
-  const std::int32_t k1 = k >> 1, k2 = k - k1;
-  return (y * bits_to_float(static_cast<std::uint32_t>(k1 + 127) << 23)) *
-         bits_to_float(static_cast<std::uint32_t>(k2 + 127) << 23);
+template <class F>
+inline F scale2(F y, F n) {
+  const auto k = to_i32(n);
+  const auto k1 = k >> 1, k2 = k - k1;
+  return (y * bits_to_float(as_u32(k1 + 127) << 23)) * bits_to_float(as_u32(k2 + 127) << 23);
 }
 // e^r for |r| <= ln2 / 2
-inline float exp_core(float r) {
-  const float p = horner(r, 5.000000000e-01f, 1.666666567e-01f, 4.166626930e-02f, 8.333429694e-03f,
-                         1.394602936e-03f, 1.982649410e-04f);
+template <class F>
+inline F exp_core(F r) {
+  const F p = horner(r, 5.000000000e-01f, 1.666666567e-01f, 4.166626930e-02f, 8.333429694e-03f,
+                     1.394602936e-03f, 1.982649410e-04f);
   return 1.0f + r + r * r * p;
 }
-}  // namespace detail
 
-using detail::sel;
-
-inline float exp(float x) {
-  const float xc = detail::clamp(x, -104.0f, 89.0f);
-  const float n = detail::round_int(xc * 1.44269504088896341f);
-  const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  const float y = detail::scale2(detail::exp_core(r), n);
+template <class F>
+inline F exp(F x) {
+  const F xc = clamp(x, -104.0f, 89.0f);
+  const F n = round_int(xc * 1.44269504088896341f);
+  const F r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+  const F y = scale2(exp_core(r), n);
   return sel(x != x, x, y);
 }
 
-inline float exp2(float x) {
-  const float xc = detail::clamp(x, -151.0f, 129.0f);
-  const float n = detail::round_int(xc);
-  const float y = detail::scale2(detail::exp_core((xc - n) * 0.693147180559945309f), n);
+template <class F>
+inline F exp2(F x) {
+  const F xc = clamp(x, -151.0f, 129.0f);
+  const F n = round_int(xc);
+  const F y = scale2(exp_core((xc - n) * 0.693147180559945309f), n);
   return sel(x != x, x, y);
 }
 
-inline float log(float x) {
+template <class F>
+inline F log(F x) {
   // Subnormals are scaled into the normal range first.
-  const bool sub = x < 1.17549435e-38f;
-  const float xs = sel(sub, x * 8388608.0f, x);
-  const std::uint32_t u = detail::float_to_bits(xs);
-  float e = static_cast<float>(static_cast<std::int32_t>(u >> 23) - 127) - sel(sub, 23.0f, 0.0f);
-  float m = detail::bits_to_float((u & 0x007fffffu) | 0x3f800000u);
-  const bool big = m > 1.41421356f;
+  const auto sub = x < 1.17549435e-38f;
+  const F xs = sel(sub, x * 8388608.0f, x);
+  const auto u = float_to_bits(xs);
+  F e = to_f32(as_i32(u >> 23) - 127) - sel(sub, 23.0f, 0.0f);
+  F m = bits_to_float((u & 0x007fffffu) | 0x3f800000u);
+  const auto big = m > 1.41421356f;
   m = sel(big, m * 0.5f, m);
   e = sel(big, e + 1.0f, e);
-  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  const float lm = 2.0f * s + s * s2 * detail::horner(s2, 6.666666865e-01f, 4.000031948e-01f, 2.853813767e-01f,
-                                                        2.356793135e-01f);
-  float y = e * 0.693145751953125f + (lm + e * 1.428606765330187e-06f);
+  const F s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const F lm = 2.0f * s + s * s2 * horner(s2, 6.666666865e-01f, 4.000031948e-01f, 2.853813767e-01f, 2.356793135e-01f);
+  F y = e * 0.693145751953125f + (lm + e * 1.428606765330187e-06f);
   y = sel(x == 0.0f, -INFINITY, y);
   y = sel(x < 0.0f, NAN, y);
   y = sel(x == INFINITY, INFINITY, y);
   return sel(x != x, x, y);
 }
 
-inline float log1p(float x) {
-  const float u = 1.0f + x;
-  const float d = u - 1.0f;
+template <class F>
+inline F log1p(F x) {
+  const F u = 1.0f + x;
+  const F d = u - 1.0f;
   // log(u) * x / (u - 1) corrects for the rounding of 1 + x.
-  const float y = sel(d == 0.0f, x, log(u) * (x / sel(d == 0.0f, 1.0f, d)));
+  const F y = sel(d == 0.0f, x, log(u) * (x / sel(d == 0.0f, 1.0f, d)));
   return sel(u == INFINITY, INFINITY, y);
 }
 
-inline float erf(float x) {
-  const float a = sel(x < 0, -x, x);
-  const float x2 = x * x;
-  const float small = x * detail::horner(x2, 1.128379226e+00f, -3.761262894e-01f, 1.128361225e-01f,
-                                         -2.685480937e-02f, 5.190053489e-03f, -8.024353883e-04f,
-                                         7.898209878e-05f);
-  const float t = sel(a > 4.0f, 4.0f, a);
-  const float r = detail::horner(t, 4.005004885e-04f, -1.130604506e+00f, 3.689111173e-01f, -1.109074205e-01f,
-                                 2.699949779e-02f, -5.021044984e-03f, 6.733375485e-04f, -6.006879630e-05f,
-                                 3.095204647e-06f, -6.582857992e-08f);
-  float big = 1.0f - exp(r - t * t);
-  big = sel(a >= 4.0f, 1.0f, big);
-  big = sel(x < 0, -big, big);
-  const float y = sel(a <= 1.0f, small, big);
-  return sel(x != x, x, y);
+// One rational x * P(x^2) / Q(x^2) on |x| <= 3.92, beyond which erf rounds
+// to +-1 (7 ulp at most): every lane computes the same expression, with no
+// exp and no second branch.
+template <class F>
+inline F erf(F x) {
+  const F xc = clamp(x, -3.92f, 3.92f);
+  const F s = xc * xc;
+  const F p = horner(s, 1.128379226e+00f, 1.851768196e-01f, 5.425504595e-02f, 3.841135185e-03f, 3.770415206e-04f,
+                     4.615325906e-06f, -1.283267981e-08f);
+  const F q = horner(s, 1.0f, 4.974420667e-01f, 1.138958558e-01f, 1.543591544e-02f, 1.302433433e-03f, 6.245901750e-05f);
+  return clamp(xc * (p / q), -1.0f, 1.0f);  // NaN stays NaN through both clamps
 }
 
-inline float tanh(float x) {
-  const float a = sel(x < 0, -x, x);
-  const float small = x * detail::horner(x * x, 1.000000000e+00f, -3.333327472e-01f, 1.333136559e-01f,
-                                         -5.373586342e-02f, 2.063030750e-02f, -5.697522312e-03f);
-  const float e = exp(2.0f * sel(a > 9.0f, 9.0f, a));
-  float big = 1.0f - 2.0f / (e + 1.0f);
+template <class F>
+inline F tanh(F x) {
+  const F a = sel(x < 0.0f, -x, x);
+  const F small = x * horner(x * x, 1.000000000e+00f, -3.333327472e-01f, 1.333136559e-01f, -5.373586342e-02f,
+                             2.063030750e-02f, -5.697522312e-03f);
+  const F e = exp(2.0f * sel(a > 9.0f, 9.0f, a));
+  F big = 1.0f - 2.0f / (e + 1.0f);
   big = sel(a > 9.0f, 1.0f, big);
-  big = sel(x < 0, -big, big);
-  const float y = sel(a <= 0.625f, small, big);
+  big = sel(x < 0.0f, -big, big);
+  const F y = sel(a <= 0.625f, small, big);
   return sel(x != x, x, y);
 }
 
-namespace detail {
 // x = n * pi/2 + r with |r| <= pi/4, reduced in double (accurate to |x| ~ 2^30).
 inline float reduce_half_pi(float x, std::int32_t& quadrant) {
   const double xd = x;
@@ -198,41 +224,95 @@ inline float sin_cos(float x, std::int32_t phase) {
   const float inf_or_nan = x - x;  // NaN for NaN and infinities, else 0
   return sel(inf_or_nan != 0.0f || inf_or_nan != inf_or_nan, inf_or_nan, y);
 }
-}  // namespace detail
-
-inline float sin(float x) { return detail::sin_cos(x, 0); }
-inline float cos(float x) { return detail::sin_cos(x, 1); }
 
 // 1/sqrt(x) by a bit-level estimate and three Newton steps (about 2 ulp);
 // std::sqrt would not vectorise without -fno-math-errno.
-inline float rsqrt(float x) {
-  const bool sub = x < 1.17549435e-38f;
-  const float xs = sel(sub, x * 16777216.0f, x);  // 2^24
-  float y = detail::bits_to_float(0x5f375a86u - (detail::float_to_bits(xs) >> 1));
+template <class F>
+inline F rsqrt(F x) {
+  const auto sub = x < 1.17549435e-38f;
+  const F xs = sel(sub, x * 16777216.0f, x);  // 2^24
+  F y = bits_to_float(0x5f375a86u - (float_to_bits(xs) >> 1));
   for (int i = 0; i < 3; ++i) y = y * (1.5f - 0.5f * xs * y * y);
-  y = sel(sub, y * 4096.0f, y);  // 2^12
-  y = sel(x == 0.0f, detail::bits_to_float((detail::float_to_bits(x) & 0x80000000u) | 0x7f800000u), y);  // +-inf
+  y = sel(sub, y * 4096.0f, y);                                                         // 2^12
+  y = sel(x == 0.0f, bits_to_float((float_to_bits(x) & 0x80000000u) | 0x7f800000u), y);  // +-inf
   y = sel(x == INFINITY, 0.0f, y);
   y = sel(x < 0.0f, NAN, y);
   return sel(x != x, x, y);
 }
 
-inline float sqrt(float x) {
-  const float y = x * rsqrt(x);
-  return sel(x == 0.0f || x == INFINITY, x, y);
+template <class F>
+inline F sqrt(F x) {
+  const F y = x * rsqrt(x);
+  return sel((x == 0.0f) | (x == INFINITY), x, y);
 }
 
-inline float pow(float x, float y) { return std::pow(x, y); }
-inline float abs(float x) { return detail::bits_to_float(detail::float_to_bits(x) & 0x7fffffffu); }
-inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+template <class F>
+inline F abs(F x) { return bits_to_float(float_to_bits(x) & 0x7fffffffu); }
 // NaN-propagating maximum and minimum (a + b is NaN when either is).
-inline float maximum(float a, float b) { return sel(a != a || b != b, a + b, sel(a > b, a, b)); }
-inline float minimum(float a, float b) { return sel(a != a || b != b, a + b, sel(a < b, a, b)); }
+template <class F>
+inline F maximum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a > b, a, b)); }
+template <class F>
+inline F minimum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a < b, a, b)); }
+template <class F>
+inline F sigmoid(F x) { return 1.0f / (1.0f + exp(-x)); }  // exp(-x) = inf gives 0
+}  // namespace detail
+
+using detail::sel;
+
+inline float exp(float x) { return detail::exp(x); }
+inline float exp2(float x) { return detail::exp2(x); }
+inline float log(float x) { return detail::log(x); }
+inline float log1p(float x) { return detail::log1p(x); }
+inline float erf(float x) { return detail::erf(x); }
+inline float tanh(float x) { return detail::tanh(x); }
+inline float sin(float x) { return detail::sin_cos(x, 0); }
+inline float cos(float x) { return detail::sin_cos(x, 1); }
+inline float rsqrt(float x) { return detail::rsqrt(x); }
+inline float sqrt(float x) { return detail::sqrt(x); }
+inline float pow(float x, float y) { return std::pow(x, y); }
+inline float abs(float x) { return detail::abs(x); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline float maximum(float a, float b) { return detail::maximum(a, b); }
+inline float minimum(float a, float b) { return detail::minimum(a, b); }
+inline float sigmoid(float x) { return detail::sigmoid(x); }
+
+#if FUSEX_HOST_SIMD
+// The same functions on a register of lanes.
+using simd::f32v;
+inline f32v exp(f32v x) { return detail::exp(x); }
+inline f32v exp2(f32v x) { return detail::exp2(x); }
+inline f32v log(f32v x) { return detail::log(x); }
+inline f32v log1p(f32v x) { return detail::log1p(x); }
+inline f32v erf(f32v x) { return detail::erf(x); }
+inline f32v tanh(f32v x) { return detail::tanh(x); }
+inline f32v rsqrt(f32v x) { return detail::rsqrt(x); }
+inline f32v sqrt(f32v x) { return detail::sqrt(x); }
+inline f32v abs(f32v x) { return detail::abs(x); }
+inline f32v maximum(f32v a, f32v b) { return detail::maximum(a, b); }
+inline f32v minimum(f32v a, f32v b) { return detail::minimum(a, b); }
+inline f32v sigmoid(f32v x) { return detail::sigmoid(x); }
+// Lane by lane: sin and cos reduce in double, pow is the library's.
+inline f32v sin(f32v x) {
+  for (int l = 0; l < simd::width; ++l) x[l] = sin(x[l]);
+  return x;
+}
+inline f32v cos(f32v x) {
+  for (int l = 0; l < simd::width; ++l) x[l] = cos(x[l]);
+  return x;
+}
+inline f32v pow(f32v x, f32v y) {
+  for (int l = 0; l < simd::width; ++l) x[l] = pow(x[l], y[l]);
+  return x;
+}
+inline f32v fma(f32v a, f32v b, f32v c) {
+  for (int l = 0; l < simd::width; ++l) a[l] = fma(a[l], b[l], c[l]);
+  return a;
+}
+#endif
+
 inline double abs(double x) { return std::fabs(x); }
 inline double maximum(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 inline double minimum(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
-inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }  // exp(-x) = inf gives 0
-
 inline double exp(double x) { return std::exp(x); }
 inline double exp2(double x) { return std::exp2(x); }
 inline double log(double x) { return std::log(x); }

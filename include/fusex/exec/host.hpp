@@ -40,6 +40,14 @@ using codegen::vt;
 
 inline constexpr int host_lanes = 16;
 
+// The loops over a group's lanes inline the whole evaluation: out of line,
+// its lanes would pass through memory at every call.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define FUSEX_HOST_FLATTEN __attribute__((flatten))
+#else
+#define FUSEX_HOST_FLATTEN
+#endif
+
 inline int omp_default_threads() {
 #if defined(_OPENMP)
   return omp_get_max_threads();
@@ -54,7 +62,7 @@ inline int omp_default_threads() {
 // evaluation that must be redone value by value) belongs to one chunk, and
 // chunks run on several threads.
 template <class C, int R, int W, class Ctx>
-void write_lanes(const Ctx& shared, const group_args<C>& a, int w, const idx_t* idx, int n) {
+FUSEX_HOST_FLATTEN void write_lanes(const Ctx& shared, const group_args<C>& a, int w, const idx_t* idx, int n) {
   const Ctx cx = shared;
   using Q = prog<C>;
   constexpr dtype D = Q::dt(R);
@@ -87,8 +95,21 @@ void write_lanes(const Ctx& shared, const group_args<C>& a, int w, const idx_t* 
   }
 }
 
+// Writes the row at idx (its last coordinate is overwritten) of length L,
+// as one loop: values the row shares (a norm's scale, from the row's
+// reductions) can be hoisted out of it.
+template <class C, int R, int W, class Ctx>
+FUSEX_HOST_FLATTEN void write_row(const Ctx& cx, const group_args<C>& a, int w, idx_t* idx, idx_t L) {
+  constexpr int r = prog<C>::rank(R);
+  for (idx_t c0 = 0; c0 < L; c0 += W) {
+    idx[r - 1] = c0;
+    write_lanes<C, R, W>(cx, a, w, idx, static_cast<int>(L - c0 < W ? L - c0 : W));
+  }
+}
+
 // Calls body(idx, n) for every run of up to W lanes along the innermost axis
-// of `ext`, in parallel.
+// of `ext`, in parallel. Each thread takes one contiguous range of runs and
+// steps its index like an odometer: no division per run.
 template <int W, class Body>
 void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
   const idx_t last = r > 0 ? ext[r - 1] : 1;
@@ -96,14 +117,37 @@ void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
   for (int d = 0; d + 1 < r; ++d) rows *= ext[d];
   const idx_t per_row = (last + W - 1) / W;
   const idx_t total = rows * per_row;
-  const bool parallel = total > 64;
-  (void)parallel;  // used only by the pragma, which nvcc's front end does not see
-  (void)threads;
-#pragma omp parallel for schedule(static) if (parallel) num_threads(threads > 0 ? threads : omp_default_threads())
-  for (idx_t c = 0; c < total; ++c) {
+  if (total == 0) return;
+  const int nt = total > 64 ? (threads > 0 ? threads : omp_default_threads()) : 1;
+  const auto range = [&](idx_t begin, idx_t end) {
     idx_t idx[max_rank] = {};
-    const int n = chunk_index<W>(c, ext, r, idx);
-    body(idx, n);
+    int n = chunk_index<W>(begin, ext, r, idx);
+    for (idx_t c = begin; c < end; ++c) {
+      body(static_cast<const idx_t*>(idx), n);
+      if (r == 0) continue;
+      idx[r - 1] += W;
+      if (idx[r - 1] >= last) {
+        idx[r - 1] = 0;
+        for (int d = r - 2; d >= 0; --d) {
+          if (++idx[d] < ext[d]) break;
+          idx[d] = 0;
+        }
+      }
+      n = last - idx[r - 1] < W ? static_cast<int>(last - idx[r - 1]) : W;
+    }
+  };
+  if (nt == 1) {
+    range(0, total);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+#if defined(_OPENMP)
+    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
+#else
+    const idx_t t = 0, k = 1;
+#endif
+    range(total * t / k, total * (t + 1) / k);
   }
 }
 
@@ -142,32 +186,124 @@ void finish_into(reduction_values<C, RW>& rv, int l, const typename host_reducer
   rv.template at<Q::red_index(M)>()[l] = host_reducer<C, M>::template finish<Q::dt(M)>(s, len, Q::value(M));
 }
 
-// Adds the values of operand U of a reduction at the run of n lanes at idx
-// (along the last axis) to s: a full run in lanes mode, else value by value.
+// A row's reduction over runs of W lanes: lane l accumulates positions
+// l, l + W, l + 2W, ... of the row (sums in double, maxima in the value
+// type, moments by Welford's update, whose weight 1/n is one reciprocal per
+// run since every lane has seen the same count), and the lanes combine in
+// a fixed pairwise order at the end. The loop carries W independent chains
+// instead of one, and its body is whole-vector code.
+template <class RD, int W>
+struct lane_accumulator {
+  using state = typename RD::state;
+  using value = typename RD::value;
+  static constexpr bool moments = RD::kind == op_kind::var_mean && !RD::as_sum;
+  using acc_t = std::conditional_t<RD::as_sum && RD::fp, double, std::conditional_t<moments, double, state>>;
+  // float lanes as vectors of doubles (sums, moments) or floats (maxima)
+#if FUSEX_HOST_SIMD
+  static constexpr bool vector = W % simd::width == 0 && std::is_same_v<value, float>;
+#else
+  static constexpr bool vector = false;
+#endif
+  acc_t a[W], m2[moments ? W : 1];
+  long long runs = 0;
+  lane_accumulator() {
+    for (int l = 0; l < W; ++l) {
+      if constexpr (RD::as_sum && RD::fp) a[l] = 0;
+      else if constexpr (moments) a[l] = 0, m2[l] = 0;
+      else a[l] = RD::identity();
+    }
+  }
+  void add(const value* x) {
+#if FUSEX_HOST_SIMD
+    if constexpr (vector) {
+      if constexpr (!RD::as_sum && !moments) {  // maxima, in the value type
+        simd::map<W>(a, a, x, [](simd::f32v p, simd::f32v q) { return math::maximum(p, q); });
+        return;
+      } else {
+        constexpr int h = simd::width / 2;  // doubles per register
+        [[maybe_unused]] const double w = moments ? 1.0 / static_cast<double>(++runs) : 0.0;
+        for (int k = 0; k < W; k += 2 * h) {
+          simd::f64v xv[2], s[2], q[2];
+          simd::widen(x + k, xv[0], xv[1]);
+          std::memcpy(s, a + k, sizeof s);
+          if constexpr (moments) {
+            std::memcpy(q, m2 + k, sizeof q);
+            for (int j = 0; j < 2; ++j) {
+              const simd::f64v d = xv[j] - s[j];
+              s[j] += d * w;
+              q[j] += d * (xv[j] - s[j]);
+            }
+            std::memcpy(m2 + k, q, sizeof q);
+          } else {
+            s[0] += xv[0];
+            s[1] += xv[1];
+          }
+          std::memcpy(a + k, s, sizeof s);
+        }
+        return;
+      }
+    }
+#endif
+    if constexpr (RD::as_sum && RD::fp) {
+      for (int l = 0; l < W; ++l) a[l] += static_cast<double>(x[l]);
+    } else if constexpr (moments) {
+      const double w = 1.0 / static_cast<double>(++runs);
+      for (int l = 0; l < W; ++l) {
+        const double d = static_cast<double>(x[l]) - a[l];
+        a[l] += d * w;
+        m2[l] += d * (static_cast<double>(x[l]) - a[l]);
+      }
+    } else {
+      for (int l = 0; l < W; ++l) RD::add(a[l], x[l]);
+    }
+  }
+  // The lanes' states, combined pairwise (lane order), as one state.
+  state finish() const {
+    state t[W];
+    for (int l = 0; l < W; ++l) {
+      if constexpr (moments) {
+        t[l] = {static_cast<decltype(t[l].n)>(runs), a[l], m2[l]};
+        if (runs == 0) t[l] = RD::identity();
+      } else {
+        t[l] = static_cast<state>(a[l]);
+      }
+    }
+    for (int step = 1; step < W; step *= 2)
+      for (int l = 0; l + step < W; l += 2 * step) t[l] = RD::combine(t[l], t[l + step]);
+    return t[0];
+  }
+};
+
+// Reduction M over the row at idx (its last coordinate is overwritten), of
+// length L: full runs of W lanes into the lane accumulator, the rest (and
+// runs a remap split) value by value, in a fixed order.
 template <class C, int M, int W, class Ctx>
-void reduce_run(const Ctx& shared, idx_t* idx, int n, typename host_reducer<C, M>::state& s) {
+FUSEX_HOST_FLATTEN typename host_reducer<C, M>::state reduce_row(const Ctx& shared, idx_t* idx, idx_t L) {
   const Ctx cx = shared;
   using Q = prog<C>;
   constexpr int U = Q::operand(M, 0);
   constexpr int ru = Q::rank(U);
   using RD = host_reducer<C, M>;
-  if (n == W) {
-    vt<Q::dt(U)> v[W];
-    codegen::eval_values<C, U, W, ru - 1, idx_t>(cx, idx, v);
-    if (!cx.failed) {
-      RD::template add_lanes<W>(s, v);
-      return;
+  lane_accumulator<RD, W> acc;
+  auto rest = RD::identity();
+  for (idx_t c0 = 0; c0 < L; c0 += W) {
+    idx[ru - 1] = c0;
+    const int n = static_cast<int>(L - c0 < W ? L - c0 : W);
+    if (n == W) {
+      vt<Q::dt(U)> v[W];
+      codegen::eval_values<C, U, W, ru - 1, idx_t>(cx, idx, v);
+      if (!cx.failed) {
+        acc.add(v);
+        continue;
+      }
+      cx.failed = false;
     }
-    cx.failed = false;
-  }
-  {
-    const idx_t c0 = idx[ru - 1];
     for (int l = 0; l < n; ++l) {
       idx[ru - 1] = c0 + l;
-      RD::add(s, codegen::eval_one<C, U>(cx, idx));
+      RD::add(rest, codegen::eval_one<C, U>(cx, idx));
     }
-    idx[ru - 1] = c0;
   }
+  return RD::combine(acc.finish(), rest);
 }
 
 template <class C>
@@ -196,26 +332,31 @@ void row_reduction_host(const group_args<C>& a, int threads) {
     static_for<Q::nlocals()>([&](auto mm) {
       constexpr int M = decltype(mm)::value;
       if constexpr (Q::computes(M)) {
-        auto s = host_reducer<C, M>::identity();
-        for (idx_t c0 = 0; c0 < L; c0 += W) {
-          idx[rd - 1] = c0;
-          reduce_run<C, M, W>(cx, idx, static_cast<int>(L - c0 < W ? L - c0 : W), s);
-        }
-        finish_into<C, M>(rv, 0, s, L);
+        finish_into<C, M>(rv, 0, reduce_row<C, M, W>(cx, idx, L), L);
       }
     });
+    // The row's row-invariant values, once (a norm's scale), for the writes.
+    constexpr int NRV = codegen::row_value_count<C>();
+    double row_values[NRV > 0 ? NRV : 1];
+    context<C, 1> cw{&a, &rv};
+    if constexpr (NRV > 0) {
+      idx[rd - 1] = 0;
+      static_for<Q::nlocals()>([&](auto uu) {
+        constexpr int U = decltype(uu)::value;
+        constexpr int slot = codegen::row_value_slot<C>(U);
+        if constexpr (slot >= 0) row_values[slot] = static_cast<double>(codegen::eval_one<C, U>(cx, idx));
+      });
+      cw.row_values = row_values;
+    }
     // Writes: row-domain shaped values over the row, row-shaped ones once.
     static_for<Q::nwrites()>([&](auto ww) {
       constexpr int w = decltype(ww)::value;
       constexpr int R = Q::write_local(w);
       if constexpr (Q::rank(R) == rd && !Q::static1(R, rd - 1)) {
-        for (idx_t c0 = 0; c0 < L; c0 += W) {
-          idx[rd - 1] = c0;
-          write_lanes<C, R, W>(cx, a, w, idx, static_cast<int>(L - c0 < W ? L - c0 : W));
-        }
+        write_row<C, R, W>(cw, a, w, idx, L);
       } else {
         idx[rd - 1] = 0;
-        write_lanes<C, R, W>(cx, a, w, idx, 1);
+        write_lanes<C, R, W>(cw, a, w, idx, 1);
       }
     });
   }
@@ -232,6 +373,24 @@ struct lane_states {
   // one more row: lanes below n take v[l]
   template <class V>
   void add(const V* v, int n) {
+#if FUSEX_HOST_SIMD
+    // float sums in double, a register at a time (the common case: a
+    // norm's weight and bias gradients)
+    if constexpr (RD::as_sum && RD::fp && std::is_same_v<V, float> && std::is_same_v<typename RD::state, double> &&
+                  W % simd::width == 0) {
+      if (n == W) {
+        for (int k = 0; k < W; k += simd::width) {
+          simd::f64v x[2], a[2];
+          simd::widen(v + k, x[0], x[1]);
+          std::memcpy(a, s + k, sizeof a);
+          a[0] += x[0];
+          a[1] += x[1];
+          std::memcpy(s + k, a, sizeof a);
+        }
+        return;
+      }
+    }
+#endif
     for (int l = 0; l < n; ++l) RD::add(s[l], v[l]);
   }
   void merge(const lane_states& o) {
@@ -242,7 +401,7 @@ struct lane_states {
 // The values of operand U of reduction M at row t of the reduced axis for
 // the chunk of n output lanes at oidx.
 template <class C, int M, int W, class Ctx, class V>
-void column_values(const Ctx& shared, const idx_t* oidx, idx_t t, int n, V* v) {
+FUSEX_HOST_FLATTEN void column_values(const Ctx& shared, const idx_t* oidx, idx_t t, int n, V* v) {
   const Ctx cx = shared;
   using Q = prog<C>;
   constexpr int R0 = Q::reduction();
@@ -298,14 +457,18 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   if (nchunks == 0) return;
   // chunk c: its output index and its number of lanes
   auto chunk = [&](idx_t c, idx_t* oidx) { return chunk_index<W>(c, oext, ro, oidx); };
-  constexpr idx_t tile = 16;  // chunks per task: 256 consecutive outputs
-  const idx_t ntiles = (nchunks + tile - 1) / tile;
   idx_t nb = T / 64;  // blocks of at least 64 rows, at most 64 blocks,
   if (nb > 64) nb = 64;
   if (nb > 8192 / nchunks) nb = 8192 / nchunks;  // and at most 8192 partial accumulators
   if (nb < 1) nb = 1;
   const int nthreads = threads > 0 ? threads : omp_default_threads();
-  (void)nthreads;
+  // Chunks per task: long contiguous runs of each row (up to 2048 outputs)
+  // for the prefetcher, unless that leaves too few tasks for the threads.
+  // Tiles change no sum's order: each chunk's partials are its blocks'.
+  constexpr idx_t max_tile = 128;
+  idx_t tile = nchunks < max_tile ? nchunks : max_tile;
+  while (tile > 16 && nb * ((nchunks + tile - 1) / tile) < 4 * nthreads) tile /= 2;
+  const idx_t ntiles = (nchunks + tile - 1) / tile;
   // Writes of values that depend on the reductions, for chunk c.
   auto write_chunk = [&](const context<C, W>& cx, const idx_t* oidx, int n) {
     static_for<Q::nwrites()>([&](auto ww) {
@@ -375,13 +538,15 @@ void column_reduction_host(const group_args<C>& a, int threads) {
         const idx_t c1 = c0 + tile < nchunks ? c0 + tile : nchunks;
         const idx_t t0 = T * blk / nb, t1 = T * (blk + 1) / nb;
         vt<Q::dt(Q::operand(M, 0))> v[W];
-        idx_t oidx[max_rank] = {};
+        // the tile's output indices, once per task
+        idx_t oidx[max_tile][max_rank] = {};
+        int lanes[max_tile] = {};
+        for (idx_t c = c0; c < c1; ++c) lanes[c - c0] = chunk(c, oidx[c - c0]);
         for (idx_t t = t0; t < t1; ++t)
           for (idx_t c = c0; c < c1; ++c) {
-            const int n = chunk(c, oidx);
             const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
-            column_values<C, M, W>(cx, oidx, t, n, v);
-            part[static_cast<std::size_t>(blk * nchunks + c)].add(v, n);
+            column_values<C, M, W>(cx, oidx[c - c0], t, lanes[c - c0], v);
+            part[static_cast<std::size_t>(blk * nchunks + c)].add(v, lanes[c - c0]);
           }
       }
 #pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
