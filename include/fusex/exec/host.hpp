@@ -111,7 +111,7 @@ FUSEX_HOST_FLATTEN void write_row(const Ctx& cx, const group_args<C>& a, int w, 
 // of `ext`, in parallel. Each thread takes one contiguous range of runs and
 // steps its index like an odometer: no division per run.
 template <int W, class Body>
-void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
+FUSEX_HOST_FLATTEN void for_each_chunk(const idx_t* ext, int r, int threads, Body&& body) {
   const idx_t last = r > 0 ? ext[r - 1] : 1;
   idx_t rows = 1;
   for (int d = 0; d + 1 < r; ++d) rows *= ext[d];
@@ -306,6 +306,20 @@ FUSEX_HOST_FLATTEN typename host_reducer<C, M>::state reduce_row(const Ctx& shar
   return RD::combine(acc.finish(), rest);
 }
 
+// An earlier full var_mean of the group over the same operand and axis as
+// mean-only var_mean m (LayerNorm's mean beside its variance): its local,
+// or -1.
+template <class C>
+consteval int moments_twin(int m) {
+  using Q = prog<C>;
+  if (Q::op(m) != op_kind::var_mean || (Q::flag(m) & 2) == 0) return -1;
+  for (int t = 0; t < m; ++t)
+    if (Q::computes(t) && Q::op(t) == op_kind::var_mean && (Q::flag(t) & 2) == 0 &&
+        Q::operand(t, 0) == Q::operand(m, 0) && Q::axis(t) == Q::axis(m))
+      return t;
+  return -1;
+}
+
 template <class C>
 void row_reduction_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
@@ -328,11 +342,21 @@ void row_reduction_host(const group_args<C>& a, int threads) {
     }
     reduction_values<C, 1> rv{};
     const context<C, 1> cx{&a, &rv};
-    // Reductions in dependency order, each a pass over the row.
+    // the moments of the row's full var_means, for their mean-only twins
+    codegen::moments<double> moments[Q::nreductions() > 0 ? Q::nreductions() : 1];
+    // Reductions in dependency order, each a pass over the row; a mean
+    // whose moments an earlier var_mean has is read from them, not summed.
     static_for<Q::nlocals()>([&](auto mm) {
       constexpr int M = decltype(mm)::value;
       if constexpr (Q::computes(M)) {
-        finish_into<C, M>(rv, 0, reduce_row<C, M, W>(cx, idx, L), L);
+        constexpr int T = moments_twin<C>(M);
+        if constexpr (T >= 0) {
+          rv.template at<Q::red_index(M)>()[0] = codegen::to_dtype<Q::dt(M)>(moments[Q::red_index(T)].mean);
+        } else {
+          const auto s = reduce_row<C, M, W>(cx, idx, L);
+          if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) moments[Q::red_index(M)] = s;
+          finish_into<C, M>(rv, 0, s, L);
+        }
       }
     });
     // The row's row-invariant values, once (a norm's scale), for the writes.
