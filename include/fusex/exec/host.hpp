@@ -6,6 +6,8 @@
 //   fusex::run(plan, fusex::host{}, fusex::inputs(x, dy), fusex::outputs(dx));
 //   auto dx = fusex::evaluate(plan, fusex::host{}, x, dy);
 
+#include <array>
+#include <tuple>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -38,7 +40,19 @@ using codegen::reduction_values;
 using codegen::static_for;
 using codegen::vt;
 
-inline constexpr int host_lanes = 16;
+// Lanes per run: 64 (four AVX-512 registers, whose chains overlap, and a
+// quarter of the per-run index arithmetic) for pointwise groups whose only
+// remaps are broadcasts; 16 where a cat, pad, slice or reshape may split a
+// run (RoPE's rotate-half splits at n / 2), which then goes value by value,
+// and in reductions (measured: wider runs there were slower).
+template <class C>
+consteval int host_lanes() {
+  using Q = prog<C>;
+  if (Q::kind() != group_kind::pointwise) return 16;
+  for (int i = 0; i < Q::nlocals(); ++i)
+    if (category(Q::op(i)) == op_category::remap && Q::op(i) != op_kind::broadcast_in_dim) return 16;
+  return 64;
+}
 
 // The loops over a group's lanes inline the whole evaluation: out of line,
 // its lanes would pass through memory at every call.
@@ -163,7 +177,7 @@ void extents_of(const group_args<C>& a, idx_t* ext) {
 template <class C>
 void pointwise_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
-  constexpr int W = host_lanes;
+  constexpr int W = host_lanes<C>();
   const context<C, 1> cx{&a};
   static_for<Q::nwrites()>([&](auto ww) {
     constexpr int w = decltype(ww)::value;
@@ -323,7 +337,7 @@ consteval int moments_twin(int m) {
 template <class C>
 void row_reduction_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
-  constexpr int W = host_lanes;
+  constexpr int W = host_lanes<C>();
   constexpr int X = Q::operand(Q::reduction(), 0);  // the row domain's shape
   constexpr int rd = Q::rank(X);
   idx_t ext[max_rank] = {};
@@ -451,6 +465,41 @@ FUSEX_HOST_FLATTEN void column_values(const Ctx& shared, const idx_t* oidx, idx_
   }
 }
 
+// The computed reductions of group C whose operands read no other computed
+// reduction of it: they can share one pass over the rows.
+template <class C>
+struct reduction_sets {
+  using Q = prog<C>;
+  static consteval bool reads_reduction(int u) {
+    bool seen[Q::nlocals()] = {};
+    int stack[Q::nlocals()] = {}, sp = 0;
+    stack[sp++] = u;
+    seen[u] = true;
+    while (sp > 0) {
+      const int i = stack[--sp];
+      if (Q::computes(i)) return true;
+      if (Q::is_leaf(i)) continue;
+      for (int k = 0; k < Q::nops(i); ++k)
+        if (!seen[Q::operand(i, k)]) seen[Q::operand(i, k)] = true, stack[sp++] = Q::operand(i, k);
+    }
+    return false;
+  }
+  static consteval int count() {
+    int n = 0;
+    for (int i = 0; i < Q::nlocals(); ++i) n += Q::computes(i) && !reads_reduction(Q::operand(i, 0));
+    return n;
+  }
+  static constexpr int n_independent = count();
+  static consteval std::array<int, (n_independent > 0 ? n_independent : 1)> list() {
+    std::array<int, (n_independent > 0 ? n_independent : 1)> r{};
+    int n = 0;
+    for (int i = 0; i < Q::nlocals(); ++i)
+      if (Q::computes(i) && !reads_reduction(Q::operand(i, 0))) r[static_cast<std::size_t>(n++)] = i;
+    return r;
+  }
+  static constexpr auto independent = list();
+};
+
 // A column reduction (over an outer axis) of extent T: the rows are cut into
 // blocks and the output's chunks of W lanes into tiles; each (block, tile)
 // task walks its rows reading a contiguous run of each, into its own partial
@@ -460,7 +509,7 @@ FUSEX_HOST_FLATTEN void column_values(const Ctx& shared, const idx_t* oidx, idx_
 template <class C>
 void column_reduction_host(const group_args<C>& a, int threads) {
   using Q = prog<C>;
-  constexpr int W = host_lanes;
+  constexpr int W = host_lanes<C>();
   constexpr int R0 = Q::reduction();
   constexpr int X = Q::operand(R0, 0);
   constexpr int rx = Q::rank(X);
@@ -549,38 +598,55 @@ void column_reduction_host(const group_args<C>& a, int threads) {
 
   std::vector<reduction_values<C, W>> rvs(static_cast<std::size_t>(nchunks));
 
-  // Reductions in dependency order: a later one may read an earlier one's
-  // finished values (rvs) for the same outputs.
-  static_for<Q::nlocals()>([&](auto mm) {
-    constexpr int M = decltype(mm)::value;
-    if constexpr (Q::computes(M)) {
-      std::vector<lane_states<C, M, W>> part(static_cast<std::size_t>(nb * nchunks));
-      const idx_t tasks = nb * ntiles;
+  // One pass over the rows for the reductions ms...: each (block, tile)
+  // task evaluates all of their operands at each position it reads.
+  const auto pass = [&](auto... ms) {
+    std::tuple<std::vector<lane_states<C, decltype(ms)::value, W>>...> parts{
+        std::vector<lane_states<C, decltype(ms)::value, W>>(static_cast<std::size_t>(nb * nchunks))...};
+    const idx_t tasks = nb * ntiles;
 #pragma omp parallel for schedule(dynamic) if (tasks > 1) num_threads(nthreads)
-      for (idx_t task = 0; task < tasks; ++task) {
-        const idx_t blk = task / ntiles, c0 = (task % ntiles) * tile;
-        const idx_t c1 = c0 + tile < nchunks ? c0 + tile : nchunks;
-        const idx_t t0 = T * blk / nb, t1 = T * (blk + 1) / nb;
-        vt<Q::dt(Q::operand(M, 0))> v[W];
-        // the tile's output indices, once per task
-        idx_t oidx[max_tile][max_rank] = {};
-        int lanes[max_tile] = {};
-        for (idx_t c = c0; c < c1; ++c) lanes[c - c0] = chunk(c, oidx[c - c0]);
-        for (idx_t t = t0; t < t1; ++t)
-          for (idx_t c = c0; c < c1; ++c) {
-            const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
+    for (idx_t task = 0; task < tasks; ++task) {
+      const idx_t blk = task / ntiles, c0 = (task % ntiles) * tile;
+      const idx_t c1 = c0 + tile < nchunks ? c0 + tile : nchunks;
+      const idx_t t0 = T * blk / nb, t1 = T * (blk + 1) / nb;
+      // the tile's output indices, once per task
+      idx_t oidx[max_tile][max_rank] = {};
+      int lanes[max_tile] = {};
+      for (idx_t c = c0; c < c1; ++c) lanes[c - c0] = chunk(c, oidx[c - c0]);
+      for (idx_t t = t0; t < t1; ++t)
+        for (idx_t c = c0; c < c1; ++c) {
+          const context<C, W> cx{&a, &rvs[static_cast<std::size_t>(c)]};
+          const auto step = [&](auto m, auto& part) {
+            constexpr int M = decltype(m)::value;
+            vt<Q::dt(Q::operand(M, 0))> v[W];
             column_values<C, M, W>(cx, oidx[c - c0], t, lanes[c - c0], v);
             part[static_cast<std::size_t>(blk * nchunks + c)].add(v, lanes[c - c0]);
-          }
-      }
+          };
+          std::apply([&](auto&... p) { (step(ms, p), ...); }, parts);
+        }
+    }
 #pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
-      for (idx_t c = 0; c < nchunks; ++c) {
+    for (idx_t c = 0; c < nchunks; ++c) {
+      const auto finish = [&](auto m, auto& part) {
+        constexpr int M = decltype(m)::value;
         auto& acc = part[static_cast<std::size_t>(c)];
         for (idx_t blk = 1; blk < nb; ++blk) acc.merge(part[static_cast<std::size_t>(blk * nchunks + c)]);
         auto& rv = rvs[static_cast<std::size_t>(c)];
         for (int l = 0; l < W; ++l) finish_into<C, M>(rv, l, acc.s[l], T);
-      }
+      };
+      std::apply([&](auto&... p) { (finish(ms, p), ...); }, parts);
     }
+  };
+  // The reductions that read no other reduction of the group (LayerNorm's
+  // weight and bias gradients) share one pass; then the others, each in
+  // dependency order after what it reads.
+  using sets = reduction_sets<C>;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    if constexpr (sizeof...(I) > 0) pass(std::integral_constant<int, sets::independent[I]>{}...);
+  }(std::make_index_sequence<sets::n_independent>{});
+  static_for<Q::nlocals()>([&](auto mm) {
+    constexpr int M = decltype(mm)::value;
+    if constexpr (Q::computes(M) && sets::reads_reduction(Q::operand(M, 0))) pass(mm);
   });
   // Writes of values that depend on the reductions, per chunk.
 #pragma omp parallel for schedule(static) if (nchunks > 1) num_threads(nthreads)
