@@ -24,25 +24,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from rope_bench_torch import row, time_it  # noqa: E402 (the seed benchmark's timing and JSON rows)
+
 ATOL = 1e-5
-
-
-def time_it(fn, min_time):
-    fn()  # warm-up
-    n, t0 = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= min_time and n >= 3:
-            return el / n * 1e3, n
-
-
-def row(name, **kw):
-    r = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
-         "threads": 1, "time_unit": "ms"}
-    r.update(kw)
-    return r
 
 
 def check(torch, got, ref, terms, rtol):
