@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup_torch.sh
 source scripts/env.sh
 cmake -S . -B "$FUSEX_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$FUSEX_BUILD_DIR" -j "$FUSEX_JOBS"

@@ -1,0 +1,2 @@
+// The CUDA build of fusex_ops_f32.cpp (nvcc; FUSEX_TORCH_CUDA adds the CUDA executor and the CUDA kernels).
+#include "fusex_ops_f32.cpp"
