@@ -115,6 +115,45 @@ struct result_of<fx::tensor<T, R>> {
   static constexpr int rank = R;
 };
 
+// (Plain function templates over index sequences rather than nested generic
+// lambdas: nvcc's front end pairs the packs of the latter wrongly.)
+template <class... Ps, std::size_t... I, class... A>
+auto bind_all(fx::detail::type_list<Ps...>, std::index_sequence<I...>, const char* op, const A&... a) {
+  return fx::inputs(bind<Ps>(a, op, static_cast<int>(I))...);
+}
+
+template <class P, class Env, class... X, std::size_t... I>
+std::vector<at::Tensor> allocate(fx::detail::type_list<X...>, std::index_sequence<I...>, const Env& env,
+                                 const at::TensorOptions& options) {
+  auto one = [&](auto result, int i) {
+    using R = result_of<decltype(result)>;
+    std::vector<std::int64_t> ext(R::rank);
+    for (int d = 0; d < R::rank; ++d) ext[d] = env.extent(P::graph.outputs[i], d);
+    return at::empty(ext, options.dtype(scalar_type_of<typename R::value_type>()));
+  };
+  return {one(X{}, static_cast<int>(I))...};
+}
+
+template <class PL, class In, class... X, std::size_t... I>
+void run_into(PL plan, const In& in, std::vector<at::Tensor>& outs, fx::detail::type_list<X...>,
+              std::index_sequence<I...>, const at::Device& device, const at::TensorOptions& options,
+              const char* op) {
+  auto out = fx::outputs(as_mutable_view<typename result_of<X>::value_type, result_of<X>::rank>(outs[I])...);
+  if (device.is_cpu()) {
+    fx::run(plan, fx::host{at::get_num_threads()}, in, out);
+  } else {
+#ifdef FUSEX_TORCH_CUDA
+    const c10::cuda::CUDAGuard guard(device);
+    const std::size_t bytes = fx::workspace_bytes(plan, in);
+    at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, options.dtype(at::kByte));
+    fx::run(plan, fx::cuda_stream{at::cuda::getCurrentCUDAStream(), workspace.data_ptr(), bytes}, in, out);
+#else
+    (void)options;
+    fail(op, "this build has no CUDA executor (build the extension with nvcc and FUSEX_TORCH_CUDA)");
+#endif
+  }
+}
+
 }  // namespace detail
 
 // Runs `plan` on `args` (at::Tensor for tensor parameters, numbers for
@@ -123,7 +162,6 @@ struct result_of<fx::tensor<T, R>> {
 template <class PL, class... A>
 std::vector<at::Tensor> run(PL plan, const char* op, const A&... args) {
   using P = typename PL::program_type;
-  using Params = typename P::arg_types;
   static_assert(P::sizes.params == sizeof...(A),
                 "fusex_torch::run: give one argument per parameter of the traced function");
 
@@ -142,45 +180,15 @@ std::vector<at::Tensor> run(PL plan, const char* op, const A&... args) {
   (same_device(args), ...);
   if (!device.is_cpu() && !device.is_cuda()) fail(op, "tensors on ", device, " are not supported (CPU or CUDA)");
 
-  auto in = [&]<class... Ps>(fx::detail::type_list<Ps...>) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return fx::inputs(detail::bind<Ps>(args, op, static_cast<int>(I))...);
-    }(std::index_sequence_for<Ps...>{});
-  }(Params{});
-
+  const auto in = detail::bind_all(typename P::arg_types{}, std::index_sequence_for<A...>{}, op, args...);
+  using results = fx::result_types<P>;
   try {
     const auto bound = fx::bind_args(P{}, in);
     const auto env = fx::check_inputs(P::graph, bound.data());
-    return [&]<class... X>(fx::detail::type_list<X...>) {
-      std::vector<at::Tensor> outs;
-      outs.reserve(sizeof...(X));
-      const auto options = lead->options();
-      auto allocate = [&]<class Xi>(int i) {
-        using R = detail::result_of<Xi>;
-        std::vector<std::int64_t> ext(R::rank);
-        for (int d = 0; d < R::rank; ++d) ext[d] = env.extent(P::graph.outputs[i], d);
-        outs.push_back(at::empty(ext, options.dtype(scalar_type_of<typename R::value_type>())));
-      };
-      int i = 0;
-      (allocate.template operator()<X>(i++), ...);
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        auto out = fx::outputs(as_mutable_view<typename detail::result_of<X>::value_type, detail::result_of<X>::rank>(
-            outs[I])...);
-        if (device.is_cpu()) {
-          fx::run(plan, fx::host{at::get_num_threads()}, in, out);
-        } else {
-#ifdef FUSEX_TORCH_CUDA
-          const c10::cuda::CUDAGuard guard(device);
-          const std::size_t bytes = fx::workspace_bytes(plan, in);
-          at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, options.dtype(at::kByte));
-          fx::run(plan, fx::cuda_stream{at::cuda::getCurrentCUDAStream(), workspace.data_ptr(), bytes}, in, out);
-#else
-          fail(op, "this build has no CUDA executor (build the extension with nvcc and FUSEX_TORCH_CUDA)");
-#endif
-        }
-        return std::move(outs);
-      }(std::index_sequence_for<X...>{});
-    }(fx::result_types<P>{});
+    const at::TensorOptions options = lead->options();
+    std::vector<at::Tensor> outs = detail::allocate<P>(results{}, std::make_index_sequence<P::sizes.outputs>{}, env, options);
+    detail::run_into(plan, in, outs, results{}, std::make_index_sequence<P::sizes.outputs>{}, device, options, op);
+    return outs;
   } catch (const fx::error& e) {
     fail(op, e.what());
   }

@@ -69,6 +69,17 @@ class TrainsLikeLitgpt(unittest.TestCase):
                        ["aten.rsqrt", "aten.silu", "aten.repeat_interleave"])
 
 
+class DocumentedExample(unittest.TestCase):
+    def test_swap_layer_runs(self):  # docs/torch.md includes examples/torch/swap_layer.py
+        import contextlib
+        import io
+        import runpy
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(os.path.join(os.path.dirname(train_litgpt.__file__), "swap_layer.py"), run_name="__main__")
+        self.assertIn("matches litgpt", out.getvalue())
+
+
 class DataParallel(unittest.TestCase):
     def test_ddp_gloo_matches_one_process(self):
         ddp = ddp_litgpt.distributed_grads("pythia-14m", world=2, batch=2, seq=64, steps=2)

@@ -47,6 +47,8 @@ def build(verbose: bool = False) -> str:
     name = "fusex_torch_ops"
     cuda_flags = []
     if cuda:
+        if not torch.cuda.is_available():  # building for a GPU this machine lacks: Hopper unless told
+            os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
         cflags.append("-DFUSEX_TORCH_CUDA")
         sources = ["fusex_ops_cuda.cu", "fusex_ops_f32_cuda.cu", "fusex_ops_bf16_cuda.cu"]
         name = "fusex_torch_ops_cuda"
