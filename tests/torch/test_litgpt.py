@@ -88,6 +88,14 @@ class DataParallel(unittest.TestCase):
         worst = ddp_litgpt.compare(ddp, single, rtol=GRAD_RTOL, atol=GRAD_ATOL)
         self.assertTrue(all(w < 1e-5 for w in worst), worst)
 
+    def test_fsdp_gloo_matches_one_process(self):
+        # FSDP2 (fully_shard per block and on the model): the fusex ops see the gathered parameters
+        fsdp = ddp_litgpt.distributed_grads("pythia-14m", world=2, batch=2, seq=64, steps=2, engine="fsdp")
+        single = ddp_litgpt.single_process_grads("pythia-14m", world=2, batch=2, seq=64, steps=2)
+        self.assertEqual(len(fsdp), 2)
+        worst = ddp_litgpt.compare(fsdp, single, rtol=GRAD_RTOL, atol=GRAD_ATOL)
+        self.assertTrue(all(w < 1e-5 for w in worst), worst)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
