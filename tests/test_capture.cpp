@@ -51,53 +51,49 @@ constexpr int count_op(const G& g, fx::op_kind k) {
 
 TEST_CASE("a value used twice is one node, and common subexpressions merge", "[capture]") {
   constexpr auto& g = decltype(square_twice)::graph;
-  static_assert(count_op(g, fx::op_kind::input) == 1);
-  static_assert(count_op(g, fx::op_kind::exp) == 1);
-  static_assert(g.num_nodes() == 4);  // input, mul, exp, add
-  static_assert(g.operand(1, 0) == 0 && g.operand(1, 1) == 0);
-  static_assert(g.operand(3, 0) == 2 && g.operand(3, 1) == 2);
-  static_assert(g.uses(0) == 2);
-  SUCCEED();
+  STATIC_REQUIRE(count_op(g, fx::op_kind::input) == 1);
+  STATIC_REQUIRE(count_op(g, fx::op_kind::exp) == 1);
+  STATIC_REQUIRE(g.num_nodes() == 4);  // input, mul, exp, add
+  STATIC_REQUIRE(g.operand(1, 0) == 0 && g.operand(1, 1) == 0);
+  STATIC_REQUIRE(g.operand(3, 0) == 2 && g.operand(3, 1) == 2);
+  STATIC_REQUIRE(g.uses(0) == 2);
 }
 
 TEST_CASE("run-time slice bounds keep node identity", "[capture]") {
   constexpr auto& g = decltype(rotate)::graph;
-  static_assert(count_op(g, fx::op_kind::slice) == 2);
-  static_assert(g.params[1].kind == fx::arg_kind::index);
+  STATIC_REQUIRE(count_op(g, fx::op_kind::slice) == 2);
+  STATIC_REQUIRE(g.params[1].kind == fx::arg_kind::index);
   // The cat's axis extent is (n/2) + (n - n/2), which folds to n itself.
   constexpr int cat_node = g.outputs[0];
-  static_assert(g.nodes[cat_node].op == fx::op_kind::cat);
-  static_assert(g.exprs[g.nodes[cat_node].shape[2]].kind == fx::expr_kind::param);
-  SUCCEED();
+  STATIC_REQUIRE(g.nodes[cat_node].op == fx::op_kind::cat);
+  STATIC_REQUIRE(g.exprs[g.nodes[cat_node].shape[2]].kind == fx::expr_kind::param);
 }
 
 TEST_CASE("dtype promotion follows PyTorch, with weak C++ scalars", "[capture]") {
   constexpr auto& g = decltype(promotions)::graph;
   using fx::dtype;
-  static_assert(g.nodes[g.outputs[0]].dt == dtype::bf16);  // bf16 * 0.5f stays bf16
-  static_assert(g.nodes[g.outputs[1]].dt == dtype::f32);   // bf16 + f32 tensor
-  static_assert(g.nodes[g.outputs[2]].dt == dtype::f32);   // bf16 + f16 meet in f32
-  static_assert(g.nodes[g.outputs[3]].dt == dtype::f32);   // i32 + 0.5
-  static_assert(g.nodes[g.outputs[4]].dt == dtype::i32);   // i32 * 2
-  static_assert(g.nodes[g.outputs[5]].dt == dtype::b8);    // comparison
-  static_assert(g.nodes[g.outputs[6]].dt == dtype::i64);   // integer sum widens
-  static_assert(g.nodes[g.outputs[7]].dt == dtype::f32);   // exp of an integer
+  STATIC_REQUIRE(g.nodes[g.outputs[0]].dt == dtype::bf16);  // bf16 * 0.5f stays bf16
+  STATIC_REQUIRE(g.nodes[g.outputs[1]].dt == dtype::f32);   // bf16 + f32 tensor
+  STATIC_REQUIRE(g.nodes[g.outputs[2]].dt == dtype::f32);   // bf16 + f16 meet in f32
+  STATIC_REQUIRE(g.nodes[g.outputs[3]].dt == dtype::f32);   // i32 + 0.5
+  STATIC_REQUIRE(g.nodes[g.outputs[4]].dt == dtype::i32);   // i32 * 2
+  STATIC_REQUIRE(g.nodes[g.outputs[5]].dt == dtype::b8);    // comparison
+  STATIC_REQUIRE(g.nodes[g.outputs[6]].dt == dtype::i64);   // integer sum widens
+  STATIC_REQUIRE(g.nodes[g.outputs[7]].dt == dtype::f32);   // exp of an integer
   // The weak scalar next to bf16 is an f32 constant: 0.5 is not rounded to bf16.
-  static_assert(g.nodes[g.operand(g.outputs[0], 1)].dt == dtype::f32);
-  SUCCEED();
+  STATIC_REQUIRE(g.nodes[g.operand(g.outputs[0], 1)].dt == dtype::f32);
 }
 
 TEST_CASE("symbolic extents fold and equal extents are tracked", "[capture]") {
   constexpr auto& g = decltype(heads)::graph;
   // A reshape of a reshape reshapes the input directly; the split node is dead.
-  static_assert(g.num_nodes() == 2);
-  static_assert(g.nodes[1].op == fx::op_kind::reshape && g.operand(1, 0) == 0);
+  STATIC_REQUIRE(g.num_nodes() == 2);
+  STATIC_REQUIRE(g.nodes[1].op == fx::op_kind::reshape && g.operand(1, 0) == 0);
   constexpr auto& ln = decltype(layer_norm)::graph;
   // w's extent is required equal to x's last extent.
   constexpr int w = ln.params[1].node;
-  static_assert(ln.same_extent(ln.nodes[w].shape[0], ln.nodes[0].shape[1]));
-  static_assert(!ln.same_extent(ln.nodes[0].shape[0], ln.nodes[0].shape[1]));
-  SUCCEED();
+  STATIC_REQUIRE(ln.same_extent(ln.nodes[w].shape[0], ln.nodes[0].shape[1]));
+  STATIC_REQUIRE(!ln.same_extent(ln.nodes[0].shape[0], ln.nodes[0].shape[1]));
 }
 
 TEST_CASE("the trace prints one line per node with op, dtype and shape", "[capture]") {

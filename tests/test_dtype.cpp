@@ -87,12 +87,11 @@ TEST_CASE("float to f16 and bf16 rounds to nearest even", "[dtype]") {
 }
 
 TEST_CASE("conversions are usable in constant expressions", "[dtype]") {
-  static_assert(static_cast<float>(fusex::bf16(1.5f)) == 1.5f);
-  static_assert(static_cast<float>(fusex::f16(-0.25f)) == -0.25f);
-  static_assert(fusex::promote(fusex::dtype::bf16, fusex::dtype::f16) == fusex::dtype::f32);
-  static_assert(fusex::promote(fusex::dtype::i32, fusex::dtype::bf16) == fusex::dtype::bf16);
-  static_assert(fusex::promote(fusex::dtype::b8, fusex::dtype::i64) == fusex::dtype::i64);
-  SUCCEED();
+  STATIC_REQUIRE(static_cast<float>(fusex::bf16(1.5f)) == 1.5f);
+  STATIC_REQUIRE(static_cast<float>(fusex::f16(-0.25f)) == -0.25f);
+  STATIC_REQUIRE(fusex::promote(fusex::dtype::bf16, fusex::dtype::f16) == fusex::dtype::f32);
+  STATIC_REQUIRE(fusex::promote(fusex::dtype::i32, fusex::dtype::bf16) == fusex::dtype::bf16);
+  STATIC_REQUIRE(fusex::promote(fusex::dtype::b8, fusex::dtype::i64) == fusex::dtype::i64);
 }
 
 #if FUSEX_HOST_SIMD

@@ -82,3 +82,36 @@ TEST_CASE("data misaligned for its element type is an error naming the argument"
   REQUIRE_THROWS_WITH(fx::run(p_exp, fx::reference, fx::inputs(v1(4)), fx::outputs(skewed_out)),
                       Contains("fusex::run: output 0 (t1): data at") && Contains("not aligned"));
 }
+
+namespace {
+constexpr auto p_layer_norm = fx::trace([](fx::tensor<float, 2> x, fx::tensor<float, 1> w, fx::tensor<float, 1> b) {
+  return fx::ops::layer_norm(x, w, b, 1e-5).y;
+});
+constexpr auto p_qkv = fx::trace([](fx::tensor<float, 3> qkv, fx::tensor<float, 2> cos, fx::tensor<float, 2> sin,
+                                    fx::index nh, fx::index g, fx::index hs, fx::index n) {
+  return fx::ops::qkv_split_rope<true>(qkv, cos, sin, {nh, g, hs, n});
+});
+std::vector<float> big(4096, 0.5f);
+}  // namespace
+
+TEST_CASE("a shape error inside a composite op names the op and the extents the user passed first", "[errors]") {
+  const fx::view<const float, 2> x(big.data(), {2, 64});
+  const fx::view<const float, 1> w63(big.data(), {63}), w64(big.data(), {64});
+  for (auto exec : {0, 1}) {
+    auto run = [&] {
+      return exec == 0 ? fx::evaluate(p_layer_norm, fx::reference, x, w63, w64)
+                       : fx::evaluate(fx::partition(p_layer_norm), fx::host{}, x, w63, w64);
+    };
+    REQUIRE_THROWS_AS(run(), fx::shape_error);
+    REQUIRE_THROWS_WITH(run(), Catch::Matchers::StartsWith("fusex::ops::layer_norm: x [2, 64], weight [63], bias [64] "
+                                                           "(inside it: fusex::broadcast_in_dim"));
+  }
+  // qkv of 2 x 3 x 64 features for 4 heads, 2 groups of head size 16 (128 features): the config is named too
+  const fx::view<const float, 3> qkv(big.data(), {2, 3, 64});
+  const fx::view<const float, 2> cs(big.data(), {3, 8});
+  REQUIRE_THROWS_WITH(fx::evaluate(p_qkv, fx::reference, qkv, cs, cs, 4, 2, 16, 8),
+                      Catch::Matchers::StartsWith("fusex::ops::qkv_split_rope: qkv [2, 3, 64], cos [3, 8], sin [3, 8], "
+                                                  "n_head 4, n_query_groups 2, head_size 16, n_elem 8 (inside it: fusex::"));
+  // outside any composite the prim's message stands alone
+  REQUIRE_THROWS_WITH(fx::evaluate(p_add, fx::reference, v2(2, 3), v2(2, 4)), Catch::Matchers::StartsWith("fusex::add (t2)"));
+}

@@ -56,6 +56,11 @@ type_list<typename handle_of<G.params[I].dt, G.params[I].rank, G.params[I].kind>
 // The two programs of a vjp, and what the forward saves for the backward.
 template <class P, vjp_options O>
 struct vjp_program {
+  // Checked here, not in the vjp's constant evaluation: there g++ reports a
+  // check that every evaluation fails as "not usable as a constexpr
+  // function", without naming it.
+  static_assert(P::sizes.params <= 64,
+                "fusex::vjp: the program has more than 64 arguments (vjp_options::wrt is a 64-bit mask)");
   static constexpr vjp_options options = O;
   static constexpr detail::vjp_shape shape = detail::vjp_measure(P::graph, O);
   static constexpr int num_saved = shape.nsaved;

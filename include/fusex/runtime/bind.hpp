@@ -428,6 +428,76 @@ inline bool has_distinct_elements(const bound_arg& a) {
   return true;
 }
 
+// The name of operand k of a composite, in the order its region records them.
+constexpr const char* composite_operand(composite c, int k) {
+  constexpr const char* ln[] = {"x", "weight", "bias", "eps"};
+  constexpr const char* rms[] = {"x", "weight", "eps"};
+  constexpr const char* rope[] = {"x", "cos", "sin"};
+  constexpr const char* qkv[] = {"qkv", "cos", "sin"};
+  switch (c) {
+    case composite::gelu:
+    case composite::gelu_tanh: return "x";
+    case composite::silu: return "a";
+    case composite::swiglu: return k == 0 ? "a" : "b";
+    case composite::layer_norm: return ln[k];
+    case composite::rms_norm: return rms[k];
+    case composite::rope: return rope[k];
+    case composite::qkv_rope: return qkv[k];
+  }
+  return "?";
+}
+
+// The outermost composite op (the one the user called) whose prims include
+// node id: reached from one of its operands and reaching one of its
+// results. -1 if id belongs to none.
+template <graph_sizes S>
+int composite_of(const graph<S>& g, int id) {
+  int found = -1;
+  for (int r = 0; r < S.regions; ++r) {
+    const region& rg = g.regions[r];
+    std::vector<char> from(static_cast<std::size_t>(S.nodes), 0), to(static_cast<std::size_t>(S.nodes), 0);
+    for (int k = 0; k < rg.nin; ++k)
+      if (rg.in[k] >= 0) from[rg.in[k]] = 1;
+    for (int n = 0; n < S.nodes; ++n)
+      for (int k = 0; k < g.nodes[n].nargs && !from[n]; ++k) from[n] = from[g.operand(n, k)];
+    for (int k = 0; k < rg.nout; ++k)
+      if (rg.out[k] >= 0) to[rg.out[k]] = 1;
+    for (int n = S.nodes - 1; n >= 0; --n)
+      if (to[n])
+        for (int k = 0; k < g.nodes[n].nargs; ++k) to[g.operand(n, k)] = 1;
+    bool operand = false;
+    for (int k = 0; k < rg.nin; ++k) operand = operand || rg.in[k] == id;
+    // regions are recorded after their inner ones: the last that holds id is the outermost
+    if (from[id] && to[id] && !operand) found = r;
+  }
+  return found;
+}
+
+// A node's shape error inside a composite op, restated in the op's terms
+// first: "fusex::ops::layer_norm: x [2, 64], weight [63], bias [64]: " and
+// then the prim's own message.
+template <graph_sizes S>
+[[noreturn]] void rethrow_in_composite(const graph<S>& g, const shape_env<S>& env, int id, const shape_error& e) {
+  const int r = composite_of(g, id);
+  if (r < 0) throw e;
+  const region& rg = g.regions[r];
+  std::string s = std::string("fusex::ops::") + name(rg.kind) + ":";
+  bool first = true;
+  for (int k = 0; k < rg.nin; ++k) {
+    if (rg.in[k] < 0 || g.nodes[rg.in[k]].rank == 0) continue;  // eps and other numbers: no extents
+    s += std::string(first ? " " : ", ") + composite_operand(rg.kind, k) + " " + env.dims(rg.in[k]);
+    first = false;
+  }
+  if (rg.kind == composite::qkv_rope || rg.kind == composite::rope) {
+    const char* params[] = {"n_head", "n_query_groups", "head_size", "n_elem"};
+    for (int k = 0; k < region::max_iparam; ++k)
+      if (rg.iparam[k] >= 0)
+        s += std::string(", ") + (rg.kind == composite::rope ? "n_elem" : params[k]) + " " +
+             std::to_string(env[rg.iparam[k]]);
+  }
+  throw shape_error(s + " (inside it: " + e.what() + ")");
+}
+
 }  // namespace detail
 
 // Evaluates extents from the arguments and checks every argument and node.
@@ -450,7 +520,13 @@ shape_env<S> check_inputs(const graph<S>& g, const bound_arg* args) {
                           "): expected extents " + env.dims(n) + ", got " +
                           detail::dims_string(args[p].ext, args[p].rank));
   }
-  for (int i = 0; i < S.nodes; ++i) detail::check_node(g, env, i);
+  for (int i = 0; i < S.nodes; ++i) {
+    try {
+      detail::check_node(g, env, i);
+    } catch (const shape_error& e) {
+      detail::rethrow_in_composite(g, env, i, e);
+    }
+  }
   return env;
 }
 
