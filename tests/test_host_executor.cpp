@@ -5,6 +5,8 @@
 #include "executor_check.hpp"
 #include "shared_programs.hpp"
 
+#include <thread>
+
 using namespace fxt;
 namespace fx = fusex;
 
@@ -117,4 +119,42 @@ TEST_CASE("host executor: scalars, integers, where", "[executor][host]") {
 TEST_CASE("host executor: the plan's errors are the reference's errors", "[executor][host]") {
   auto dy = random_tensor<float, 2>({7, 3}), x = random_tensor<float, 2>({7, 4});
   REQUIRE_THROWS_AS(fx::evaluate(fx::partition(column_sums), fx::host{}, dy, x), fx::shape_error);
+}
+
+TEST_CASE("host executor: plans run concurrently from several threads, each into its own outputs", "[executor][host]") {
+  // Each thread runs the LayerNorm and softmax plans on its own inputs; the
+  // results must equal, bit for bit, the same plans run alone (the host
+  // executor's reductions combine in a fixed order, whatever the threads).
+  constexpr auto ln_plan = fx::partition(layer_norm);
+  constexpr auto sm_plan = fx::partition(softmax);
+  constexpr int workers = 4;
+  std::vector<fx::host_tensor<fx::bf16, 2>> xs;
+  std::vector<fx::host_tensor<float, 3>> ss;
+  for (int t = 0; t < workers; ++t) {
+    xs.push_back(random_tensor<fx::bf16, 2>({64 + t, 509}));
+    ss.push_back(random_tensor<float, 3>({3, 7 + t, 257}, -6, 6));
+  }
+  const auto w = random_tensor<float, 1>({509}), b = random_tensor<float, 1>({509});
+  std::vector<decltype(fx::evaluate(ln_plan, fx::host{}, xs[0], w, b, 1e-5f))> ln_alone;
+  std::vector<fx::host_tensor<float, 3>> sm_alone;
+  for (int t = 0; t < workers; ++t) {
+    ln_alone.push_back(fx::evaluate(ln_plan, fx::host{}, xs[t], w, b, 1e-5f));
+    sm_alone.push_back(fx::evaluate(sm_plan, fx::host{}, ss[t]));
+  }
+  std::vector<int> mismatches(workers, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < workers; ++t)
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 8; ++rep) {
+        auto [y, mean, rstd] = fx::evaluate(ln_plan, fx::host{2}, xs[t], w, b, 1e-5f);
+        auto s = fx::evaluate(sm_plan, fx::host{2}, ss[t]);
+        const auto& [y0, mean0, rstd0] = ln_alone[t];
+        for (fx::index_t i = 0; i < y.size(); ++i) mismatches[t] += y.data()[i].bits != y0.data()[i].bits;
+        for (fx::index_t i = 0; i < mean.size(); ++i)
+          mismatches[t] += mean.data()[i] != mean0.data()[i] || rstd.data()[i] != rstd0.data()[i];
+        for (fx::index_t i = 0; i < s.size(); ++i) mismatches[t] += s.data()[i] != sm_alone[t].data()[i];
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < workers; ++t) CHECK(mismatches[t] == 0);
 }
