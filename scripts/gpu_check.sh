@@ -8,7 +8,8 @@
 #      device-to-device copy of its minimum bytes in the same run;
 #   5. writes each fused kernel's time as a percentage of that copy, as
 #      markdown and JSON (tools/gpu_report.py), into OUT_DIR;
-#   6. builds and runs the block demos with their CUDA step (examples/*_cuda).
+#   6. builds and runs the block demos with their CUDA step (examples/*_cuda);
+#   7. where torch is installed, the PyTorch extension's ops on CUDA tensors.
 #
 #   bash scripts/gpu_check.sh OUT_DIR
 #
@@ -86,5 +87,15 @@ step build_blocks cmake --build "$build" -j "$(nproc)" --target pythia_block_cud
 step pythia_block "$build/examples/pythia_block_cuda"
 step llama_block "$build/examples/llama_block_cuda"
 grep -h "step\|CUDA" "$out/pythia_block.log" "$out/llama_block.log" 2>/dev/null
+
+# The PyTorch extension's nvcc build on CUDA tensors (docs/torch.md), when
+# this machine's Python has torch and litgpt (it reaches no registry to
+# install them).
+if python3 -c "import torch, litgpt; assert torch.cuda.is_available()" 2>/dev/null; then
+  step torch_cuda env FUSEX_TORCH_CUDA=1 FUSEX_TORCH_BUILD="$build/torch-ext-cuda" PYTHONPATH=examples/torch \
+    python3 tests/torch/test_ops.py OnCuda
+else
+  echo "== torch_cuda: torch with CUDA and litgpt are not importable here; not run" | tee "$out/torch_cuda.log"
+fi
 echo "gpu_check: done in $SECONDS s, status $status; files in $out"
 exit "$status"

@@ -1,9 +1,7 @@
 # Swap one LitGPT layer for a fusex op: pythia-14m's MLP activation (docs/torch.md).
 import copy
-
 import litgpt
 import torch
-
 import fusex_torch  # builds the C++ extension on first import, then loads it
 
 

@@ -247,5 +247,44 @@ class TorchIntegration(unittest.TestCase):
                 torch.testing.assert_close(g, r)
 
 
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device: the CUDA executor path is not run here")
+class OnCuda(unittest.TestCase):
+    """The nvcc build (FUSEX_TORCH_CUDA=1): every op and its gradients on CUDA tensors equal the CPU run's."""
+
+    def test_ops_match_the_host_executor(self):
+        torch.manual_seed(6)
+        for d in DTYPES:
+            for case in cases((3, 17, 96)):
+                with self.subTest(op=case.name, dtype=d):
+                    args = case.make_args(d)
+                    cpu = [leaf(a) for a in args]
+                    gpu = [leaf(a.cuda()) for a in args]
+                    y_cpu, y_gpu = case.fusex_fn(*cpu), case.fusex_fn(*gpu)
+                    dy = torch.randn_like(y_cpu)
+                    g_cpu = torch.autograd.grad(y_cpu, cpu, dy)
+                    g_gpu = torch.autograd.grad(y_gpu, gpu, dy.cuda())
+                    torch.testing.assert_close(y_gpu.cpu(), y_cpu)
+                    for a, b in zip(g_gpu, g_cpu):
+                        torch.testing.assert_close(a.cpu(), b, rtol=1e-4 if d == torch.float32 else 1.6e-2, atol=1e-5)
+        qkv = torch.randn(2, 7, 8 * 16)
+        cos, sin = rope_cache(7, 8, torch.float32)
+        outs_cpu = fxt.qkv_split_rope(qkv, cos, sin, 4, 2, 16, 8)
+        outs_gpu = fxt.qkv_split_rope(qkv.cuda(), cos.cuda(), sin.cuda(), 4, 2, 16, 8)
+        for a, b in zip(outs_gpu, outs_cpu):
+            torch.testing.assert_close(a.cpu(), b)
+
+    def test_runs_on_the_current_stream(self):
+        x = torch.randn(4, 256, 512, device="cuda")
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            y = fxt.gelu(x)
+        s.synchronize()
+        torch.testing.assert_close(y.cpu(), fxt.gelu(x.cpu()))
+
+    def test_device_mismatch_is_an_error(self):
+        with self.assertRaisesRegex(RuntimeError, r"fusex::layer_norm: argument 1 is on cpu"):
+            fxt.layer_norm(torch.randn(2, 8, device="cuda"), torch.randn(8), torch.randn(8, device="cuda"))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
