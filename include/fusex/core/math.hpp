@@ -196,13 +196,15 @@ inline F tanh(F x) {
   return sel(x != x, x, y);
 }
 
-// x = n * pi/2 + r with |r| <= pi/4, reduced in double (accurate to |x| ~ 2^30).
+// x = n * pi/2 + r with |r| <= pi/4, in double, with pi/2 in three parts:
+// the first two have 22 significant bits, so n * c1 and n * c2 are exact
+// for |n| < 2^31 (|x| < 2^31), and r keeps double accuracy there.
 inline float reduce_half_pi(float x, std::int32_t& quadrant) {
   const double xd = x;
   const double magic = 6755399441055744.0;  // 1.5 * 2^52
   const double n = (xd * 0.63661977236758134 + magic) - magic;
   quadrant = static_cast<std::int32_t>(n);
-  return static_cast<float>((xd - n * 1.5707963267341256) - n * 6.077100506506192e-11);
+  return static_cast<float>(((xd - n * 1.5707964897155762) - n * -1.6292068494294654e-07) - n * 5.390302858158119e-15);
 }
 inline float sin_poly(float r) {
   const float r2 = r * r;
@@ -212,12 +214,15 @@ inline float cos_poly(float r) {
   const float r2 = r * r;
   return 1.0f - 0.5f * r2 + r2 * r2 * horner(r2, 4.166666791e-02f, -1.388888340e-03f, 2.479946306e-05f, -2.720596513e-07f);
 }
-// sin (phase 0) or cos (phase 1) of x; accurate for |x| < 2^30, beyond
-// which consecutive floats lie many periods apart.
+// sin (phase 0) or cos (phase 1) of x. Beyond |x| = 2^31, where consecutive
+// floats lie hundreds of periods apart, the double-precision library
+// reduces (a rare, slow branch, not an approximation).
 inline float sin_cos(float x, std::int32_t phase) {
   std::int32_t q = 0;
   const float ax = sel(x < 0, -x, x);
-  const float r = reduce_half_pi(sel(ax > 1.0e9f, 0.0f, x), q);
+  if (ax >= 2147483648.0f && ax <= 3.40282347e38f)
+    return static_cast<float>(phase == 0 ? std::sin(static_cast<double>(x)) : std::cos(static_cast<double>(x)));
+  const float r = reduce_half_pi(sel(ax >= 2147483648.0f, 0.0f, x), q);
   const float s = sin_poly(r), c = cos_poly(r);
   const std::int32_t k = (q + phase) & 3;
   const float y = sel(k == 0, s, sel(k == 1, c, sel(k == 2, -s, -c)));
@@ -254,7 +259,13 @@ inline F maximum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a > b, a
 template <class F>
 inline F minimum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a < b, a, b)); }
 template <class F>
-inline F sigmoid(F x) { return 1.0f / (1.0f + exp(-x)); }  // exp(-x) = inf gives 0
+inline F sigmoid(F x) {
+  // e^-|x| cannot overflow, and for x < 0, e / (1 + e) keeps results down to
+  // the subnormals accurate (1 / (1 + e^-x) would round them to 0 below -88)
+  const F e = exp(-abs(x));
+  const F r = 1.0f / (1.0f + e);
+  return sel(x < 0.0f, e * r, r);
+}
 }  // namespace detail
 
 using detail::sel;
