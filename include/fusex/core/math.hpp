@@ -27,7 +27,11 @@ FUSEX_HD inline float cos(float x) { return ::cosf(x); }
 FUSEX_HD inline float sqrt(float x) { return ::sqrtf(x); }
 FUSEX_HD inline float rsqrt(float x) { return ::rsqrtf(x); }
 FUSEX_HD inline float pow(float x, float y) { return ::powf(x, y); }
-FUSEX_HD inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+// e^-|x| (no overflow), and e / (1 + e) for x < 0: as on the host
+FUSEX_HD inline float sigmoid(float x) {
+  const float e = ::expf(-::fabsf(x)), r = 1.0f / (1.0f + e);
+  return x < 0.0f ? e * r : r;
+}
 FUSEX_HD inline float abs(float x) { return ::fabsf(x); }
 FUSEX_HD inline float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
 // NaN-propagating max and min in one instruction (PTX max.NaN, sm_80+).
@@ -55,7 +59,10 @@ FUSEX_HD inline double cos(double x) { return ::cos(x); }
 FUSEX_HD inline double sqrt(double x) { return ::sqrt(x); }
 FUSEX_HD inline double rsqrt(double x) { return ::rsqrt(x); }
 FUSEX_HD inline double pow(double x, double y) { return ::pow(x, y); }
-FUSEX_HD inline double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+FUSEX_HD inline double sigmoid(double x) {
+  const double e = ::exp(-::fabs(x)), r = 1.0 / (1.0 + e);
+  return x < 0.0 ? e * r : r;
+}
 
 #else
 
@@ -335,7 +342,10 @@ inline double cos(double x) { return std::cos(x); }
 inline double sqrt(double x) { return std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline double pow(double x, double y) { return std::pow(x, y); }
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double sigmoid(double x) {
+  const double e = std::exp(-std::fabs(x)), r = 1.0 / (1.0 + e);
+  return x < 0.0 ? e * r : r;
+}
 
 #endif
 
