@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup_torch.sh
 source scripts/env.sh
-cmake -S . -B "$FUSEX_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$FUSEX_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEX_BENCHMARKS_IN_ALL=OFF
 cmake --build "$FUSEX_BUILD_DIR" -j "$FUSEX_JOBS"
 ctest --test-dir "$FUSEX_BUILD_DIR" --output-on-failure -j "$FUSEX_JOBS"
