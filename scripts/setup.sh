@@ -3,7 +3,10 @@
 # The CUDA toolkit is optional; when /usr/local/cuda exists its nvcc is used.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build catch2 libboost-dev libopenblas-dev libbenchmark-dev libeigen3-dev pkg-config)
+# clang-19 with libc++ and its runtimes: the sanitizer and fuzzing step
+# (scripts/sanitize.sh).
+packages=(g++ cmake ninja-build catch2 libopenblas-dev libbenchmark-dev libeigen3-dev pkg-config
+          clang-19 libclang-rt-19-dev libc++-19-dev libc++abi-19-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,6 +29,10 @@ struct rng64 {
 struct gen_options {
   int min_ops = 2, max_ops = 9;
   bool matmul = true, reductions = true, remaps = true;
+  // Mixed dtypes: conversions to bf16, f16, f64 and back, integer paths
+  // (i32 from exactly scaled inputs: +, *, max, abs, neg, sums in i64) and
+  // where/comparisons; inputs then span [-4, 4).
+  bool mixed = false;
 };
 
 namespace gen {
@@ -48,19 +52,31 @@ constexpr bool broadcastable(const builder& b, int x, int y) {
 constexpr int elementwise(builder& b, fx::op_kind k, int x, int y = -1) {
   const std::int32_t ids[2] = {x, y};
   const int n = y < 0 ? 1 : 2;
-  fx::dtype dt = fx::dtype::f32;
+  fx::dtype dt = y < 0 ? b.nodes[x].dt : fx::promote(b.nodes[x].dt, b.nodes[y].dt);
+  if (fx::is_comparison(k)) dt = fx::dtype::b8;
+  else if (!fx::is_floating(dt) && k != fx::op_kind::neg && k != fx::op_kind::abs && fx::is_unary(k)) dt = fx::dtype::f32;
   int rank = b.nodes[x].rank;
   if (y >= 0 && b.nodes[y].rank > rank) rank = b.nodes[y].rank;
   return fx::detail::elementwise(b, k, dt, rank, ids, n);
 }
 
-constexpr int constant(builder& b, double v) { return fx::detail::constant_node(b, fx::dtype::f32, v); }
+constexpr int constant(builder& b, double v, fx::dtype dt = fx::dtype::f32) { return fx::detail::constant_node(b, dt, v); }
+
+constexpr int convert(builder& b, int x, fx::dtype dt) {
+  const std::int32_t ids[1] = {x};
+  return fx::detail::elementwise(b, fx::op_kind::convert, dt, b.nodes[x].rank, ids, 1);
+}
+
+constexpr int where(builder& b, int p, int x, int y) {
+  const std::int32_t ids[3] = {p, x, y};
+  return fx::detail::elementwise(b, fx::op_kind::where, fx::promote(b.nodes[x].dt, b.nodes[y].dt), b.nodes[x].rank, ids, 3);
+}
 
 constexpr int reduction(builder& b, fx::op_kind k, int x, int axis, bool keep, int flag = 0) {
   const fx::node& in = b.nodes[x];
   fx::node nd;
   nd.op = k;
-  nd.dt = fx::dtype::f32;
+  nd.dt = k == fx::op_kind::sum && !fx::is_floating(in.dt) ? fx::dtype::i64 : in.dt;
   nd.rank = static_cast<std::int8_t>(keep ? in.rank : in.rank - 1);
   nd.axis = static_cast<std::int8_t>(axis);
   nd.flag = static_cast<std::int8_t>((keep ? 1 : 0) | flag);
@@ -131,7 +147,7 @@ constexpr int pad1(builder& b, int x, int axis, double value) {
 constexpr int cat(builder& b, int x, int y, int axis) {
   fx::node c;
   c.op = fx::op_kind::cat;
-  c.dt = fx::dtype::f32;
+  c.dt = fx::promote(b.nodes[x].dt, b.nodes[y].dt);
   c.rank = b.nodes[x].rank;
   c.axis = static_cast<std::int8_t>(axis);
   for (int i = 0; i < c.rank; ++i) c.shape[i] = b.nodes[x].shape[i];
@@ -177,7 +193,7 @@ constexpr int unsqueeze_last(builder& b, int x) {
 constexpr int matmul(builder& b, int x, int y) {
   fx::node nd;
   nd.op = fx::op_kind::matmul;
-  nd.dt = fx::dtype::f32;
+  nd.dt = b.nodes[x].dt;
   nd.rank = 2;
   nd.shape[0] = b.nodes[x].shape[0];
   nd.shape[1] = b.nodes[y].shape[1];
@@ -210,7 +226,7 @@ constexpr void generate(fx::detail::builder& b, std::uint64_t seed, gen_options 
     for (int tries = 0; tries < 8; ++tries) {
       const int back = r.below(4) == 0 ? r.below(n) : r.below(n < 3 ? n : 3);
       const int v = n - 1 - back;
-      if (b.nodes[v].op != fx::op_kind::constant && b.nodes[v].rank > 0) return v;
+      if (b.nodes[v].op != fx::op_kind::constant && b.nodes[v].rank > 0 && b.nodes[v].dt != fx::dtype::b8) return v;
     }
     return 0;
   };
@@ -218,12 +234,39 @@ constexpr void generate(fx::detail::builder& b, std::uint64_t seed, gen_options 
                                    fx::op_kind::erf, fx::op_kind::abs, fx::op_kind::sin};
   constexpr fx::op_kind binary[] = {fx::op_kind::add, fx::op_kind::mul, fx::op_kind::sub, fx::op_kind::maximum};
   int made = 0;
+  const int choices = opt.mixed ? 26 : 20;
   for (int guard = 0; made < nops && guard < 20 * nops + 50; ++guard) {
-    const int choice = r.below(20);
+    const int choice = r.below(choices);
     const int x = pick();
     const fx::node xn = b.nodes[x];
+    const bool fp = fx::is_floating(xn.dt);
     int v = -1;
-    if (choice < 5) {
+    if (choice >= 20) {
+      constexpr fx::dtype floats[] = {fx::dtype::bf16, fx::dtype::f16, fx::dtype::f64, fx::dtype::f32};
+      if (choice < 22) {
+        v = gen::convert(b, x, fp ? floats[r.below(4)] : fx::dtype::f32);
+      } else if (choice < 24) {
+        // integers from an input scaled exactly (x * 8 truncates the same in
+        // every executor), then integer arithmetic
+        const int in = r.below(ninputs);
+        if (b.nodes[in].rank != xn.rank) continue;
+        const int i = gen::convert(b, gen::elementwise(b, fx::op_kind::mul, in, gen::constant(b, 8.0)), fx::dtype::i32);
+        constexpr fx::op_kind iops[] = {fx::op_kind::add, fx::op_kind::mul, fx::op_kind::maximum, fx::op_kind::sub};
+        const int j = r.below(3) == 0 ? gen::elementwise(b, fx::op_kind::abs, i)
+                                      : gen::elementwise(b, iops[r.below(4)], i, gen::constant(b, 3.0, fx::dtype::i32));
+        v = r.below(2) ? gen::convert(b, j, fx::dtype::f32) : gen::reduction(b, fx::op_kind::sum, j, r.below(xn.rank), false);
+      } else {
+        // where(x > y, x, y): continuous where the comparison is close
+        int y = -1;
+        for (int tries = 0; tries < 6 && y < 0; ++tries) {
+          const int c = pick();
+          if (c != x && gen::broadcastable(b, x, c) && fx::is_floating(b.nodes[c].dt)) y = c;
+        }
+        if (y < 0 || !fp) continue;
+        v = gen::where(b, gen::elementwise(b, fx::op_kind::gt, x, y), x, y);
+      }
+    } else if (choice < 5) {
+      if (!fp && xn.dt != fx::dtype::i32 && xn.dt != fx::dtype::i64) continue;
       v = gen::elementwise(b, unary[r.below(7)], x);
     } else if (choice < 10) {
       int y = -1;
@@ -239,7 +282,7 @@ constexpr void generate(fx::detail::builder& b, std::uint64_t seed, gen_options 
       const int axis = r.below(xn.rank);
       if (kind == 0 && xn.rank >= 2) v = gen::transpose(b, x);
       else if (kind == 1) v = gen::slice1(b, x, axis);
-      else if (kind == 2) v = gen::pad1(b, x, axis, 0.25);
+      else if (kind == 2) v = gen::pad1(b, x, axis, fp ? 0.25 : 1.0);
       else if (kind == 3) v = gen::cat(b, x, x, axis);
       else if (kind == 4 && xn.rank == 1) v = gen::unsqueeze_last(b, x);
       else if (kind == 5 && xn.rank < 3) v = gen::unsqueeze0(b, x);
@@ -251,9 +294,10 @@ constexpr void generate(fx::detail::builder& b, std::uint64_t seed, gen_options 
       const int k = r.below(4);
       if (k == 0) v = gen::reduction(b, fx::op_kind::sum, x, axis, keep);
       else if (k == 1) v = gen::reduction(b, fx::op_kind::amax, x, axis, keep);
-      else v = gen::reduction(b, fx::op_kind::var_mean, x, axis, keep, k == 3 ? 2 : 0);
+      else if (fp) v = gen::reduction(b, fx::op_kind::var_mean, x, axis, keep, k == 3 ? 2 : 0);
+      else continue;
     } else {
-      if (!opt.matmul || xn.rank != 2) continue;
+      if (!opt.matmul || xn.rank != 2 || !fp) continue;
       // x @ x^T, or x^T @ x: inner extents agree by construction
       const int t = gen::transpose(b, x);
       v = r.below(2) ? gen::matmul(b, x, t) : gen::matmul(b, t, x);
@@ -279,12 +323,13 @@ namespace fxt {
 
 // A random program as a compile-time value: planned and run like a traced
 // one. Inputs are f32 (rows, cols); results are the graph's outputs.
-template <std::uint64_t Seed, int MaxOps = 9>
+template <std::uint64_t Seed, int MaxOps = 9, bool Mixed = false>
 struct random_program {
   static constexpr gen_options options() {
     gen_options o;
-    o.min_ops = 2;
+    o.min_ops = Mixed ? MaxOps / 2 : 2;
     o.max_ops = MaxOps;
+    o.mixed = Mixed;
     return o;
   }
   static constexpr fx::graph_sizes sizes = [] {

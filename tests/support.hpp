@@ -54,7 +54,7 @@ double max_finite() {
 // value (plus half an ulp) it is an infinity.
 template <class T>
 double saturate(double v) {
-  if (!std::isfinite(v)) return v;
+  if (!std::isfinite(v) || std::is_same_v<T, double>) return v;  // formulas are in double already
   const double m = max_finite<T>();
   double half_ulp = 0;
   if constexpr (std::is_same_v<T, fx::bf16>) half_ulp = std::ldexp(1.0, 127 - 8);

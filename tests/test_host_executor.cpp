@@ -158,3 +158,65 @@ TEST_CASE("host executor: plans run concurrently from several threads, each into
   for (auto& th : pool) th.join();
   for (int t = 0; t < workers; ++t) CHECK(mismatches[t] == 0);
 }
+
+namespace {
+constexpr auto axpy_exp = fx::trace([](fx::tensor<float, 2> x, fx::tensor<float, 2> y) { return fx::exp(x) * 2.0f + y; });
+constexpr auto reads_by_reduction = fx::trace([](fx::tensor<float, 2> x) { return std::tuple{x * 2.0f, fx::sum<1>(x)}; });
+constexpr auto reads_by_remap = fx::trace([](fx::tensor<float, 2> x) { return x + fx::permute<1, 0>(x); });
+constexpr auto read_elsewhere = fx::trace([](fx::tensor<float, 2> x) { return std::tuple{x * 2.0f, fx::sin(x)}; });
+}  // namespace
+
+TEST_CASE("in place: an elementwise output over its argument, on every executor", "[executor][host][in-place]") {
+  const int R = 7, C = 37;
+  const auto x = random_tensor<float, 2>({R, C});
+  const auto y0 = random_tensor<float, 2>({R, C});
+  // y's storage with padded rows: in place over a strided view too.
+  for (const int pad : {0, 3}) {
+    std::vector<float> expected;
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) expected.push_back(static_cast<float>(std::exp(double(x(i, j))) * 2 + y0(i, j)));
+    auto check = [&](auto&& run, const char* what) {
+      std::vector<float> store(static_cast<std::size_t>(R * (C + pad)), -1.0f);
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) store[static_cast<std::size_t>(i * (C + pad) + j)] = y0(i, j);
+      fx::view<float, 2> y(store.data(), {R, C}, {C + pad, 1});
+      run(y);
+      INFO(what << ", row padding " << pad);
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) REQUIRE(close_as<float>(y(i, j), expected[static_cast<std::size_t>(i * C + j)]));
+      for (int i = 0; i < R; ++i)
+        for (int j = C; j < C + pad; ++j) REQUIRE(store[static_cast<std::size_t>(i * (C + pad) + j)] == -1.0f);
+    };
+    check([&](fx::view<float, 2> y) { fx::run(axpy_exp, fx::reference, fx::inputs(x.as_view(), y), fx::outputs(y)); }, "reference");
+    check([&](fx::view<float, 2> y) { fx::run(fx::partition(axpy_exp), fx::host{}, fx::inputs(x.as_view(), y), fx::outputs(y)); },
+          "host, fused");
+    check([&](fx::view<float, 2> y) {
+      fx::run(fx::partition(axpy_exp, fx::policy::unfused<>{}), fx::host{}, fx::inputs(x.as_view(), y), fx::outputs(y));
+    }, "host, unfused");
+  }
+}
+
+TEST_CASE("in place: refused where another index or a later read would see the overwritten values", "[executor][host][in-place]") {
+  auto x = random_tensor<float, 2>({4, 4});
+  const auto before = x;
+  fx::host_tensor<float, 1> s({4});
+  fx::host_tensor<float, 2> other({4, 4});
+  auto refused = [&](auto&& run, const char* what) {
+    INFO(what);
+    REQUIRE_THROWS_WITH(run(), Catch::Contains("overlaps argument 0"));
+    for (int i = 0; i < 16; ++i) REQUIRE(x.data()[i] == before.data()[i]);  // nothing written
+  };
+  auto both = [&](auto prog, auto outs_of, const char* what) {
+    refused([&] { std::apply([&](auto... o) { fx::run(prog, fx::reference, fx::inputs(x.as_view()), fx::outputs(o...)); }, outs_of()); }, what);
+    refused([&] { std::apply([&](auto... o) { fx::run(fx::partition(prog), fx::host{}, fx::inputs(x.as_view()), fx::outputs(o...)); }, outs_of()); },
+            what);
+  };
+  both(reads_by_reduction, [&] { return std::tuple{x.as_view(), s.as_view()}; }, "a reduction reads the argument");
+  both(reads_by_remap, [&] { return std::tuple{x.as_view()}; }, "a transpose reads the argument");
+  both(read_elsewhere, [&] { return std::tuple{x.as_view(), other.as_view()}; }, "another output reads the argument");
+  // The same memory as another view (transposed): not in place.
+  const auto y = random_tensor<float, 2>({4, 4});
+  fx::view<float, 2> xt(x.data(), {4, 4}, {1, 4});
+  REQUIRE_THROWS_WITH(fx::run(fx::partition(axpy_exp), fx::host{}, fx::inputs(y.as_view(), x.as_view()), fx::outputs(xt)),
+                      Catch::Contains("same view"));
+}

@@ -146,9 +146,27 @@ struct builder {
     return static_cast<std::int32_t>(nodes.size() - 1);
   }
 
+  // An output that is an argument itself gets a copy node (a same-dtype
+  // convert): every output is then written by a group, and no executor reads
+  // an argument from the output it is writing.
+  constexpr void copy_argument_outputs() {
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      const node& src = nodes[static_cast<std::size_t>(outputs[o])];
+      if (src.op != op_kind::input && src.op != op_kind::scalar_param) continue;
+      node c;
+      c.op = op_kind::convert;
+      c.dt = src.dt;
+      c.rank = src.rank;
+      for (int i = 0; i < src.rank; ++i) c.shape[i] = src.shape[i];
+      const std::int32_t id = outputs[o];
+      outputs[o] = add(c, &id, 1);
+    }
+  }
+
   // Drops nodes that no output depends on (arguments always stay), so dead
   // code in a traced function costs nothing downstream.
   constexpr void prune() {
+    copy_argument_outputs();
     const std::size_t n = nodes.size();
     std::vector<char> live(n, 0);
     for (auto o : outputs) live[o] = 1;

@@ -131,6 +131,10 @@ FUSEX_UNROLL
       if (a.n == 0) return b;
       const auto n = a.n + b.n;
       const A d = b.mean - a.mean;
+      // An infinite or NaN mean on either side: the mean is their sum (one
+      // sign of infinity, else NaN), the variance NaN (what the two-pass
+      // formula gives; the update below would give NaN for inf + -inf * w).
+      if (!(d - d == A(0))) return moments<A>{n, a.mean + b.mean, d - d};
       const A fb = weight(static_cast<A>(b.n), static_cast<A>(n));
       return moments<A>{n, a.mean + d * fb, a.m2 + b.m2 + d * d * static_cast<A>(a.n) * fb};
     }

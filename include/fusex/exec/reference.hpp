@@ -194,6 +194,13 @@ class evaluator {
     if (is_comparison(n.op)) ct = compute_dtype(promote(arg(id, 0).dt, arg(id, 1).dt));
     if (n.op == op_kind::convert) ct = arg(id, 0).dt;
     const bool fp = is_floating(ct);
+    // An integer operand of a float op converts to the op's float type first
+    // (f32 below f64, as the fused executors and PyTorch do).
+    auto getf = [&](int k, index_t o) {
+      const value& x = arg(id, k);
+      const double v = x.getf(o);
+      return !is_floating(x.dt) && ct != dtype::f64 ? static_cast<double>(static_cast<float>(v)) : v;
+    };
     for_each_index(out.ext, out.rank, [&](const index_t* idx, index_t lin) {
       index_t off[3] = {};
       for (int k = 0; k < n.nargs; ++k) off[k] = broadcast_offset(arg(id, k), idx);
@@ -204,13 +211,13 @@ class evaluator {
       } else if (n.op == op_kind::where) {
         const bool p = arg(id, 0).i[off[0]] != 0;
         const int k = p ? 1 : 2;
-        if (fp) set_result(out, lin, arg(id, k).getf(off[k]));
+        if (fp) set_result(out, lin, getf(k, off[k]));
         else set_result(out, lin, arg(id, k).geti(off[k]));
       } else if (is_unary(n.op)) {
-        if (fp) set_result(out, lin, unary_f(n.op, arg(id, 0).getf(off[0])));
+        if (fp) set_result(out, lin, unary_f(n.op, getf(0, off[0])));
         else set_result(out, lin, unary_i(n.op, arg(id, 0).geti(off[0])));
       } else {
-        if (fp) set_result(out, lin, binary_f(n.op, arg(id, 0).getf(off[0]), arg(id, 1).getf(off[1])));
+        if (fp) set_result(out, lin, binary_f(n.op, getf(0, off[0]), getf(1, off[1])));
         else set_result(out, lin, binary_i(n.op, arg(id, 0).geti(off[0]), arg(id, 1).geti(off[1])));
       }
     });
@@ -359,7 +366,8 @@ void run(P p, reference_executor, const inputs_t<A...>& in, const outputs_t<O...
   const auto args = bind_args(p, in);
   const auto outs = bind_results(p, out);
   const auto env = check_inputs(P::graph, args.data());
-  check_outputs(P::graph, env, args.data(), outs.data());
+  static constexpr auto in_place = detail::in_place_table(P::graph);
+  check_outputs(P::graph, env, args.data(), outs.data(), in_place.data());
   detail::ref::evaluator<P::sizes> ev(P::graph, env, args.data());
   ev.run();
   for (int o = 0; o < P::sizes.outputs; ++o) {

@@ -206,6 +206,26 @@ void run_groups(Exec& ex, const Args& args, const Outs& outs, const Env& env) {
   });
 }
 
+// The in-place rule of runtime/in_place.hpp, plus the plan's condition:
+// every value computed from the argument is in a pointwise group (each
+// element read, then its result written, at one index).
+template <class PL>
+constexpr auto plan_in_place_table() {
+  constexpr auto S = PL::program_type::sizes;
+  const auto& g = PL::graph;
+  auto t = detail::in_place_table(g);
+  std::array<bool, S.nodes> dep{};
+  for (int o = 0; o < S.outputs; ++o)
+    for (int p = 0; p < S.params; ++p) {
+      if (!t[o * S.params + p]) continue;
+      detail::in_place_dependents(g, g.params[p].node, dep.data());
+      for (int u = 0; u < S.nodes; ++u)
+        if (dep[u] && u != g.params[p].node && PL::data.groups[PL::data.group_of[u]].kind != group_kind::pointwise)
+          t[o * S.params + p] = false;
+    }
+  return t;
+}
+
 // Binds and checks the arguments of plan PL (every executor does this
 // before touching memory), then runs it on `ex`.
 template <class PL, class Exec, class... A, class... O>
@@ -214,7 +234,8 @@ void run_plan(Exec& ex, const inputs_t<A...>& in, const outputs_t<O...>& out) {
   const auto args = bind_args(P{}, in);
   const auto outs = bind_results(P{}, out);
   const auto env = check_inputs(P::graph, args.data());
-  check_outputs(P::graph, env, args.data(), outs.data());
+  static constexpr auto in_place = plan_in_place_table<PL>();
+  check_outputs(P::graph, env, args.data(), outs.data(), in_place.data());
   run_groups<PL>(ex, args, outs, env);
 }
 

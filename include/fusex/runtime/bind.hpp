@@ -13,6 +13,7 @@
 #include "../capture/graph.hpp"
 #include "../capture/trace.hpp"
 #include "../core/error.hpp"
+#include "in_place.hpp"
 #include "view.hpp"
 
 namespace fusex {
@@ -532,8 +533,11 @@ shape_env<S> check_inputs(const graph<S>& g, const bound_arg* args) {
 
 // Checks the output views: extents, self-overlap, and aliasing with the
 // arguments or with each other.
+// in_place[o * params + p] (or null: never) says output o may be written
+// over argument p when the two views are the same memory (in_place.hpp).
 template <graph_sizes S>
-void check_outputs(const graph<S>& g, const shape_env<S>& env, const bound_arg* args, const bound_arg* outs) {
+void check_outputs(const graph<S>& g, const shape_env<S>& env, const bound_arg* args, const bound_arg* outs,
+                   const bool* in_place = nullptr) {
   for (int o = 0; o < S.outputs; ++o) {
     const std::string who = "fusex::run: output " + std::to_string(o) + " (t" + std::to_string(g.outputs[o]) + ")";
     detail::check_view(outs[o], who);
@@ -552,10 +556,21 @@ void check_outputs(const graph<S>& g, const shape_env<S>& env, const bound_arg* 
       detail::byte_range(b, l2, h2);
       return lo < hi && l2 < h2 && lo < h2 && l2 < hi;
     };
+    auto same_view = [&](const bound_arg& b) {
+      if (b.data != outs[o].data || b.dt != outs[o].dt || b.rank != outs[o].rank) return false;
+      for (int i = 0; i < b.rank; ++i)
+        if (b.ext[i] != outs[o].ext[i] || (b.ext[i] > 1 && b.str[i] != outs[o].str[i])) return false;
+      return true;
+    };
     for (int p = 0; p < S.params; ++p)
-      if (args[p].kind == arg_kind::tensor && overlaps(args[p]))
+      if (args[p].kind == arg_kind::tensor && overlaps(args[p])) {
+        const bool allowed = in_place && in_place[o * S.params + p];
+        if (allowed && same_view(args[p])) continue;
         throw argument_error(who + " overlaps argument " + std::to_string(p) +
-                             "; outputs must not alias inputs or each other");
+                             (allowed ? "; in place, it must be the same view (same data, extents and strides)"
+                                      : "; outputs must not alias inputs or each other, except in place over an "
+                                        "argument that only elementwise ops read (docs/errors.md)"));
+      }
     for (int q = 0; q < o; ++q)
       if (overlaps(outs[q]))
         throw argument_error(who + " overlaps output " + std::to_string(q) +

@@ -1,0 +1,5 @@
+// The conformance suite on the reference and host executors: index remaps,
+// reductions and matmul, every dtype, every input layout.
+#include "host_runners.hpp"
+#define FUSEX_CONFORMANCE_STRUCTURE 1
+#include "suite.hpp"
