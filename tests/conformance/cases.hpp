@@ -45,6 +45,18 @@ long long float_to_int(double x) {
   return static_cast<long long>(std::trunc(x));
 }
 
+// f(std::integral_constant<std::size_t, K>{}) for K < N. (A function, not a
+// lambda over a pack: nvcc's front end does not expand packs through nested
+// generic lambdas.)
+template <class F, std::size_t... K>
+void for_each_index_impl(F&& f, std::index_sequence<K...>) {
+  (f(std::integral_constant<std::size_t, K>{}), ...);
+}
+template <std::size_t N, class F>
+void for_each_index(F&& f) {
+  for_each_index_impl(f, std::make_index_sequence<N>{});
+}
+
 inline double nan_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
 inline double nan_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
 
@@ -87,9 +99,8 @@ void unary_case(const Runner& run, layout how) {
   const auto values = edge_values<T>(5 * 9);
   const auto x = make_input<T>(how, 5, 9, [&](fx::index_t i, fx::index_t j) { return values[static_cast<std::size_t>(i * 9 + j)]; });
   const auto out = run(unary_program<T>, x);
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (
-        [&] {
+  for_each_index<std::tuple_size_v<std::decay_t<decltype(out)>>>([&](auto k) {
+          constexpr std::size_t K = decltype(k)::value;
           const auto& o = std::get<K>(out);
           using Out = typename std::decay_t<decltype(o)>::value_type;
           auto describe = [&](const auto& i) { return std::string(unary_names[K]) + "(" + show<T>(x.at(i[0], i[1])) + ")"; };
@@ -106,9 +117,7 @@ void unary_case(const Runner& run, layout how) {
                          }
                        },
                        describe, std::string(unary_names[K]) + " on " + run.name + ", " + name(how));
-        }(),
-        ...);
-  }(std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(out)>>>{});
+  });
 }
 
 // ----------------------------------------------------------------- binary
@@ -172,9 +181,8 @@ template <class T, class Runner>
 void binary_case(const Runner& run, layout how) {
   const auto [a, b] = pair_inputs<T>(how);
   const auto out = run(binary_program<T>, a, b);
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (
-        [&] {
+  for_each_index<std::tuple_size_v<std::decay_t<decltype(out)>>>([&](auto k) {
+          constexpr std::size_t K = decltype(k)::value;
           const auto& o = std::get<K>(out);
           using Out = typename std::decay_t<decltype(o)>::value_type;
           auto describe = [&](const auto& i) {
@@ -191,9 +199,7 @@ void binary_case(const Runner& run, layout how) {
                          }
                        },
                        describe, std::string(binary_names[K]) + " on " + run.name + ", " + name(how));
-        }(),
-        ...);
-  }(std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(out)>>>{});
+  });
 }
 
 // bool operands: comparisons and where (arithmetic on bool does not compile).
@@ -215,13 +221,13 @@ void bool_case(const Runner& run, layout how) {
       default: return y ? x : 0;
     }
   };
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (check_output(std::get<K>(out), a.logical.extents(),
-                  [&](const auto& i) { return std::pair{formula(K, a.at(i[0], i[1]), b.at(i[0], i[1])), 0.0}; },
-                  [&](const auto& i) { return show<bool>(a.at(i[0], i[1])) + ", " + show<bool>(b.at(i[0], i[1])); },
-                  std::string(names[K]) + " on " + run.name + ", " + name(how)),
-     ...);
-  }(std::make_index_sequence<6>{});
+  for_each_index<6>([&](auto k) {
+    constexpr std::size_t K = decltype(k)::value;
+    check_output(std::get<K>(out), a.logical.extents(),
+                 [&](const auto& i) { return std::pair{formula(K, a.at(i[0], i[1]), b.at(i[0], i[1])), 0.0}; },
+                 [&](const auto& i) { return show<bool>(a.at(i[0], i[1])) + ", " + show<bool>(b.at(i[0], i[1])); },
+                 std::string(names[K]) + " on " + run.name + ", " + name(how));
+  });
 }
 
 // ------------------------------------------------------------ conversions
@@ -239,9 +245,8 @@ void convert_case(const Runner& run, layout how) {
   const auto values = edge_values<T>(5 * 9);
   const auto x = make_input<T>(how, 5, 9, [&](fx::index_t i, fx::index_t j) { return values[static_cast<std::size_t>(i * 9 + j)]; });
   const auto out = run(convert_program<T>, x);
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (
-        [&] {
+  for_each_index<7>([&](auto k) {
+          constexpr std::size_t K = decltype(k)::value;
           const auto& o = std::get<K>(out);
           using D = typename std::decay_t<decltype(o)>::value_type;
           check_output(o, x.logical.extents(),
@@ -259,9 +264,7 @@ void convert_case(const Runner& run, layout how) {
                        },
                        [&](const auto& i) { return show<T>(x.at(i[0], i[1])); },
                        std::string(convert_names[K]) + " on " + run.name + ", " + name(how));
-        }(),
-        ...);
-  }(std::make_index_sequence<7>{});
+  });
 }
 
 // ----------------------------------------------------------------- remaps

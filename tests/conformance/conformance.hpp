@@ -160,8 +160,8 @@ template <class Policy>
 struct host_runner {
   const char* name;
   template <class Prog, class... T>
-  auto operator()(Prog prog, const input<T>&... in) const {
-    return as_tuple(fx::evaluate(fx::partition(prog, Policy{}), fx::host{}, in.view()...));
+  auto operator()(Prog, const input<T>&... in) const {
+    return as_tuple(fx::evaluate(fx::partition(Prog{}, Policy{}), fx::host{}, in.view()...));
   }
 };
 
@@ -215,13 +215,12 @@ void check_output(const fx::host_tensor<Out, R>& got, const std::type_identity_t
 }
 
 // Runs `cases(runner, layout)` for every runner, one Catch2 section each.
-template <class Cases, class... Runners>
-void for_each_runner(layout how, Cases cases, const Runners&... runners) {
-  (
-      [&] {
-        DYNAMIC_SECTION(runners.name << ", " << name(how)) { cases(runners, how); }
-      }(),
-      ...);
+template <class Cases>
+void for_each_runner(layout, Cases) {}
+template <class Cases, class Runner, class... Rest>
+void for_each_runner(layout how, Cases cases, const Runner& run, const Rest&... rest) {
+  DYNAMIC_SECTION(run.name << ", " << name(how)) { cases(run, how); }
+  for_each_runner(how, cases, rest...);
 }
 
 }  // namespace fxt::conf

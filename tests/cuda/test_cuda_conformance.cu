@@ -8,28 +8,44 @@
 
 namespace fxt::conf {
 
+// (Plain function templates over index sequences: nvcc's front end does not
+// expand packs through nested generic lambdas.)
+template <class T>
+fx::view<const T, 2> on_device(fxt::cuda::arena& a, const input<T>& x) {
+  T* p = static_cast<T*>(a.bytes(x.span * sizeof(T)));
+  CUDA_REQUIRE(cudaMemcpy(p, x.storage.get(), x.span * sizeof(T), cudaMemcpyHostToDevice));
+  return fx::view<const T, 2>(p + x.offset, x.logical.extents(), x.strides);
+}
+template <class Outs, std::size_t... O>
+auto device_outputs(fxt::cuda::arena& a, Outs& outs, std::index_sequence<O...>) {
+  (std::fill(std::get<O>(outs).values().begin(), std::get<O>(outs).values().end(),
+             typename std::tuple_element_t<O, Outs>::value_type{}),
+   ...);
+  return std::make_tuple(a.copy(std::get<O>(outs))...);
+}
+template <class Plan, class Ins, class Douts, std::size_t... I, std::size_t... O>
+void launch(Plan plan, cudaStream_t s, const Ins& ins, const Douts& douts, std::index_sequence<I...>, std::index_sequence<O...>) {
+  fx::run(plan, fx::cuda_stream{s}, fx::inputs(std::get<I>(ins)...), fx::outputs(std::get<O>(douts)...));
+}
+template <class Outs, class Douts, std::size_t... O>
+void bring_back(fxt::cuda::arena& a, Outs& outs, const Douts& douts, std::index_sequence<O...>) {
+  (a.back(std::get<O>(outs), std::get<O>(douts)), ...);
+}
+
 struct cuda_runner {
   const char* name = "cuda (fused)";
   template <class Prog, class... T>
   auto operator()(Prog prog, const input<T>&... in) const {
     auto outs = as_tuple(fx::evaluate(prog, fx::reference, in.view()...));  // the output shapes
+    using Outs = decltype(outs);
+    constexpr auto nout = std::make_index_sequence<std::tuple_size_v<Outs>>{};
     fxt::cuda::stream_guard s;
     fxt::cuda::arena a;
-    auto on_device = [&](const auto& x) {
-      using V = typename std::decay_t<decltype(x.logical)>::value_type;
-      V* p = static_cast<V*>(a.bytes(x.span * sizeof(V)));
-      CUDA_REQUIRE(cudaMemcpy(p, x.storage.get(), x.span * sizeof(V), cudaMemcpyHostToDevice));
-      return fx::view<const V, 2>(p + x.offset, x.logical.extents(), x.strides);
-    };
-    std::apply(
-        [&](auto&... h) {
-          (std::fill(h.values().begin(), h.values().end(), typename std::decay_t<decltype(h)>::value_type{}), ...);
-          auto d = std::make_tuple(a.copy(h)...);
-          std::apply([&](auto&... dv) { fx::run(fx::partition(prog), fx::cuda_stream{s}, fx::inputs(on_device(in)...), fx::outputs(dv...)); }, d);
-          CUDA_REQUIRE(cudaStreamSynchronize(s));
-          std::apply([&](auto&... dv) { (a.back(h, dv), ...); }, d);
-        },
-        outs);
+    const auto ins = std::make_tuple(on_device(a, in)...);
+    const auto douts = device_outputs(a, outs, nout);
+    launch(fx::partition(Prog{}), s, ins, douts, std::index_sequence_for<T...>{}, nout);
+    CUDA_REQUIRE(cudaStreamSynchronize(s));
+    bring_back(a, outs, douts, nout);
     return outs;
   }
 };

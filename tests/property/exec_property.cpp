@@ -9,6 +9,9 @@
 
 #include "../random_graph.hpp"
 #include "../support.hpp"
+#ifdef FUSEX_MIXED_BLOCK
+#include "../../examples/seed/seed_programs.hpp"
+#endif
 
 #define FUSEX_STR2(x) #x
 #define FUSEX_STR(x) FUSEX_STR2(x)
@@ -23,6 +26,16 @@
 namespace {
 
 namespace fx = fusex;
+
+#ifdef FUSEX_MIXED_BLOCK
+int claimed_runs = 0;
+template <class P>
+constexpr bool has_cat() {
+  for (int v = 0; v < P::sizes.nodes; ++v)
+    if (P::graph.nodes[v].op == fx::op_kind::cat) return true;
+  return false;
+}
+#endif
 
 template <class T>
 constexpr bool is_float = std::is_floating_point_v<T> || std::is_same_v<T, fx::bf16> || std::is_same_v<T, fx::f16>;
@@ -59,14 +72,28 @@ void check_seed() {
   }
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     const auto ref = fx::evaluate(P{}, fx::reference, in[I]...);
-    const auto got = fx::evaluate(plan, fx::host{}, in[I]...);
-    if constexpr (P::sizes.outputs == 1) {
-      compare(got, ref, Seed, 0, Mixed);
-    } else {
-      [&]<std::size_t... O>(std::index_sequence<O...>) {
-        (compare(std::get<O>(got), std::get<O>(ref), Seed, static_cast<int>(O), Mixed), ...);
-      }(std::make_index_sequence<static_cast<std::size_t>(P::sizes.outputs)>{});
+    auto check = [&](const auto& got) {
+      if constexpr (P::sizes.outputs == 1) {
+        compare(got, ref, Seed, 0, Mixed);
+      } else {
+        [&]<std::size_t... O>(std::index_sequence<O...>) {
+          (compare(std::get<O>(got), std::get<O>(ref), Seed, static_cast<int>(O), Mixed), ...);
+        }(std::make_index_sequence<static_cast<std::size_t>(P::sizes.outputs)>{});
+      }
+    };
+    check(fx::evaluate(plan, fx::host{}, in[I]...));
+#ifdef FUSEX_MIXED_BLOCK
+    // Graphs with a cat also run with a user executor claiming it, under the
+    // fused policy (an opaque claim) and Thunder's greedy claim.
+    if constexpr (has_cat<P>()) {
+      constexpr auto claimed = fx::partition(P{}, fx::policy::fused<seed::cat_executor>{});
+      constexpr auto greedy = fx::partition(P{}, fx::policy::greedy_claim<seed::cat_executor>{});
+      static_assert(claimed.invariants_hold() && greedy.invariants_hold());
+      check(fx::evaluate(claimed, fx::host{}, in[I]...));
+      check(fx::evaluate(greedy, fx::host{}, in[I]...));
+      ++claimed_runs;
     }
+#endif
   }(std::make_index_sequence<static_cast<std::size_t>(P::sizes.params)>{});
 }
 
@@ -84,10 +111,13 @@ TEST_CASE("random DAGs: fused host execution equals the reference, block " FUSEX
   check_block<base, false>(std::make_index_sequence<FUSEX_SEEDS_PER_BLOCK>{});
 }
 #else
-// 20 to 40 ops with bf16/f16/f64 conversions, integer paths and where.
+// 20 to 40 ops with bf16/f16/f64 conversions, integer paths and where; the
+// graphs with a cat also run with it claimed by a user executor.
 TEST_CASE("random mixed-dtype DAGs of up to 40 ops: fused host execution equals the reference, block " FUSEX_BLOCK_NAME,
           "[property][executor]") {
   constexpr std::uint64_t base = 5000 + FUSEX_SEED_BLOCK * FUSEX_SEEDS_PER_BLOCK;
   check_block<base, true>(std::make_index_sequence<FUSEX_SEEDS_PER_BLOCK>{});
+  INFO(claimed_runs << " of them also ran with a claimed cat");
+  CHECK(claimed_runs > 0);
 }
 #endif
