@@ -136,6 +136,9 @@ constexpr dyn qkv_rope(dtype qkv_dt, const std::int32_t* btc, const dyn& cos, co
 // x * cos + rotate_half(x) * sin on the first n_elem dims, then the rest.
 template <class T, int R, class CS>
 constexpr tensor<T, R> apply_rope(tensor<T, R> x, tensor<CS, 2> cos, tensor<CS, 2> sin, index n_elem) {
+  static_assert(R >= 2, "fusex::ops::apply_rope: x must have rank >= 2 (..., T, head_size)");
+  static_assert(is_floating(dtype_v<T>) && is_floating(dtype_v<CS>),
+                "fusex::ops::apply_rope: x, cos and sin must be floating point");
   auto xr = slice<R - 1>(x, 0, n_elem);
   auto x1 = slice<R - 1>(xr, 0, n_elem / 2);
   auto x2 = slice<R - 1>(xr, n_elem / 2, n_elem);
@@ -160,6 +163,8 @@ constexpr tensor<T, R> apply_rope_backward(tensor<T, R> dy, tensor<CS, 2> cos, t
 // (B, n_query_groups, T, hs). RoPE is applied to q and k.
 template <bool ExpandKV, class T, class CS>
 constexpr auto qkv_split_rope(tensor<T, 3> qkv, tensor<CS, 2> cos, tensor<CS, 2> sin, const rope_config& c) {
+  static_assert(is_floating(dtype_v<T>) && is_floating(dtype_v<CS>),
+                "fusex::ops::qkv_split_rope: qkv, cos and sin must be floating point");
   const index B = qkv.extent(0), Tn = qkv.extent(1);
   const index q_per_kv = c.n_head / c.n_query_groups;
   auto heads = [&](auto y5) {  // (B, G, 1, T, hs) -> k or v
