@@ -36,7 +36,9 @@ void seed_plan(const char* label, Policy policy) {
   auto v4 = [&](long a, long b, long c, long d) { return fx::view<const bf, 4>(nothing, {a, b, c, d}); };
   const auto in = fx::inputs(v2(N, C), v2(N, I), v2(C, I), v2(I, C), v4(B, nh, T, hs), v4(B, nh, T, hs),
                              v4(B, nh, T, hs), v2(T, rot), v2(T, rot), v2(3 * C, C), nh, nh, hs, rot);
-  blocks::summary(label, fx::partition(seed::parallel_residual_backward, policy), in, false, I);
+  // planned at these extents (hints), as a user who knows the model's shapes would
+  blocks::summary(label, fx::partition(seed::parallel_residual_backward, policy, fx::hints<seed::residual_hints(seed::pythia_6_9b)>),
+                  in, false, I);
 }
 
 int main(int argc, char** argv) {

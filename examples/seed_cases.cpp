@@ -1,7 +1,8 @@
 // The seed's cases under each policy: kernel count, modelled bytes (at the
 // extents used here) against the minimum, and the largest relative error
-// against the reference executor, run on the host executor. One line per
-// case and policy:
+// against the reference executor, run on the host executor; the
+// parallel-residual backward is planned at its extents (hints), here and at
+// Pythia-6.9b shapes (plans only). One line per case and policy:
 //   seed-case <name> policy=<fused|greedy|unfused> kernels=<k> bytes=<b> min-bytes=<m> max-rel-err=<e>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +62,33 @@ void all_policies(const char* name, Prog prog, const Args&... args) {
   report(name, "greedy", fx::partition(prog, fx::policy::greedy_claim<Claimants...>{}), prog, args...);
   report(name, "unfused", fx::partition(prog, fx::policy::unfused<Claimants...>{}), prog, args...);
 }
+// The same, planned at the arguments' extents (hints H).
+template <fx::extent_hints H, class... Claimants, class Prog, class... Args>
+void all_policies_at(const char* name, Prog prog, const Args&... args) {
+  report(name, "fused", fx::partition(prog, fx::policy::fused<Claimants...>{}, fx::hints<H>), prog, args...);
+  report(name, "greedy", fx::partition(prog, fx::policy::greedy_claim<Claimants...>{}, fx::hints<H>), prog, args...);
+  report(name, "unfused", fx::partition(prog, fx::policy::unfused<Claimants...>{}, fx::hints<H>), prog, args...);
+}
+
+// Plans only, at Pythia-6.9b shapes: bytes at those extents (the arguments
+// are views of extents that large over one small buffer; nothing runs).
+template <class Plan>
+void plan_only(const char* policy, Plan plan) {
+  using bf = fx::bf16;
+  constexpr seed::residual_shape s = seed::pythia_6_9b;
+  constexpr long N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
+  alignas(64) static const bf nothing[64] = {};
+  auto v2 = [&](long a, long b) { return fx::view<const bf, 2>(nothing, {a, b}); };
+  auto v4 = [&](long a, long b, long c, long d) { return fx::view<const bf, 4>(nothing, {a, b, c, d}); };
+  const auto in = fx::inputs(v2(N, s.C), v2(N, s.I), v2(s.C, s.I), v2(s.I, s.C), v4(s.B, s.n_head, s.T, s.hs),
+                             v4(s.B, s.groups, s.T, s.hs), v4(s.B, s.groups, s.T, s.hs), v2(s.T, s.n_elem),
+                             v2(s.T, s.n_elem), v2(Cqkv, s.C), static_cast<int>(s.n_head), static_cast<int>(s.groups),
+                             static_cast<int>(s.hs), static_cast<int>(s.n_elem));
+  const fx::traffic t = fx::modelled_traffic(plan, in);
+  std::printf("seed-case parallel-residual-backward@pythia-6.9b policy=%s kernels=%d bytes=%.0f min-bytes=%.0f "
+              "max-rel-err=not-run\n",
+              policy, plan.kernels(), t.bytes, t.min_bytes);
+}
 
 }  // namespace
 
@@ -94,8 +122,18 @@ int main() {
     auto dk = random_tensor<fx::bf16, 4>({B, groups, T, hs}), dv = random_tensor<fx::bf16, 4>({B, groups, T, hs});
     auto cos = random_tensor<fx::bf16, 2>({T, n_elem}), sin = random_tensor<fx::bf16, 2>({T, n_elem});
     auto w_attn = random_tensor<fx::bf16, 2>({C, E});
-    all_policies<seed::cat_executor>("parallel-residual-backward", seed::parallel_residual_backward, dy, fc, w_proj,
-                                     w_fc, dq, dk, dv, cos, sin, w_attn, n_head, groups, hs, n_elem);
+    static_assert(seed::seed_case_shape.B == B && seed::seed_case_shape.T == T && seed::seed_case_shape.C == E &&
+                  seed::seed_case_shape.I == I && seed::seed_case_shape.n_head == n_head &&
+                  seed::seed_case_shape.groups == groups && seed::seed_case_shape.hs == hs &&
+                  seed::seed_case_shape.n_elem == n_elem);
+    all_policies_at<seed::residual_hints(seed::seed_case_shape), seed::cat_executor>(
+        "parallel-residual-backward", seed::parallel_residual_backward, dy, fc, w_proj, w_fc, dq, dk, dv, cos, sin,
+        w_attn, n_head, groups, hs, n_elem);
   }
+  constexpr auto pythia = fx::hints<seed::residual_hints(seed::pythia_6_9b)>;
+  plan_only("fused", fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, pythia));
+  plan_only("greedy",
+            fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{}, pythia));
+  plan_only("unfused", fx::partition(seed::parallel_residual_backward, fx::policy::unfused<seed::cat_executor>{}, pythia));
   return 0;
 }

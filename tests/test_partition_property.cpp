@@ -4,7 +4,9 @@
 //    valid group, acyclic contraction);
 //  - on small graphs the fused plan costs exactly the optimum found by an
 //    independent exhaustive search;
-//  - the fused plan is never worse than the greedy or unfused plans.
+//  - the fused plan is never worse than the greedy or unfused plans, nor,
+//    where claims head regions, than the greedy-claim plan;
+//  - graphs are planned at default and at random hinted extents.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -22,7 +24,7 @@ struct runtime_graph {
   std::vector<std::int32_t> eclass;
   pl::graph_ref ref() const {
     return {b.nodes.data(), static_cast<int>(b.nodes.size()), b.args.data(), b.exprs.data(), eclass.data(),
-            b.outputs.data(), static_cast<int>(b.outputs.size())};
+            b.outputs.data(), static_cast<int>(b.outputs.size()), static_cast<int>(b.exprs.size())};
   }
 };
 
@@ -101,23 +103,58 @@ double exhaustive_optimum(const pl::analysis& a) {
   return best;
 }
 
+// Random hints: some axes of some arguments get a typical extent.
+fx::extent_hints random_hints(const runtime_graph& rg, fxt::rng64& r) {
+  fx::extent_hints h;
+  constexpr std::int64_t values[] = {1, 3, 64, 1000, 4096};
+  for (const fx::expr& e : rg.b.exprs)
+    if (e.kind == fx::expr_kind::extent && r.below(2) == 0 && h.count < fx::extent_hints::capacity)
+      h = h.extent(e.a, e.b, values[r.below(5)]);
+  return h;
+}
+
+// A claimant of every cat that can fuse a random set of op kinds around it:
+// the fused policy's regions (plan.hpp's planning_analysis, by hand).
+void add_region_claims(pl::analysis& a, fxt::rng64& r) {
+  const std::uint64_t kinds = r.next();
+  a.region_claim.assign(static_cast<std::size_t>(a.g.n), -1);
+  a.fusable.assign(static_cast<std::size_t>(a.g.n), 0u);
+  bool any = false;
+  for (int v : a.compute) {
+    const fx::op_kind op = a.g.nodes[v].op;
+    const bool pointwise = a.kind[v] == pl::nkind::pointwise;
+    if (op == fx::op_kind::cat && pointwise) a.region_claim[v] = 0;
+    if (op == fx::op_kind::cat || (pointwise && ((kinds >> (static_cast<int>(op) % 64)) & 1u))) a.fusable[v] = 1u;
+    any = any || a.region_claim[v] >= 0;
+  }
+  if (!any) {
+    a.region_claim.clear();
+    a.fusable.clear();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("planner properties over random DAGs", "[property][planner]") {
-  int small = 0, exact_checked = 0;
+  int small = 0, exact_checked = 0, with_regions = 0;
   for (std::uint64_t seed = 1; seed <= 600; ++seed) {
     fxt::gen_options opt;
     const bool tiny = seed % 3 != 0;
     opt.max_ops = tiny ? 8 : 24;
     auto rg = make(seed, opt);
+    fxt::rng64 r{seed * 7919};
     std::vector<int> claims(rg.b.nodes.size(), -1);
-    if (seed % 5 == 0)  // a user executor claims every cat
+    if (seed % 5 == 0)  // a user executor claims every cat, each an opaque singleton
       for (std::size_t v = 0; v < rg.b.nodes.size(); ++v)
         if (rg.b.nodes[v].op == fx::op_kind::cat) claims[v] = 0;
-    const pl::analysis a = pl::analyse(rg.ref(), fx::cost_model{}, claims);
-    INFO("seed " << seed << ", " << a.compute.size() << " compute nodes");
+    // every other graph planned at random extents
+    const fx::extent_hints hints = seed % 2 == 0 ? random_hints(rg, r) : fx::extent_hints{};
+    pl::analysis a = pl::analyse(rg.ref(), fx::cost_model{}, claims, hints);
+    if (seed % 5 == 1 || seed % 5 == 2) add_region_claims(a, r);  // claims that may grow regions
+    INFO("seed " << seed << ", " << a.compute.size() << " compute nodes, " << hints.count << " hints, "
+                 << (a.has_regions() ? "regions" : "no regions"));
 
-    const pl::partition fused = pl::fused(a, 256);
+    const pl::partition fused = pl::fused(a, 256, 1);
     const pl::partition unf = pl::unfused(a);
     const pl::partition gr = pl::greedy(a, unf.group_of, unf.ngroups, std::vector<char>(unf.ngroups, 0));
     REQUIRE(plan_ok(a, fused.group_of, fused.ngroups));
@@ -128,6 +165,12 @@ TEST_CASE("planner properties over random DAGs", "[property][planner]") {
     REQUIRE(cf == pl::cost_of(a, fused.group_of).total(a.model));
     REQUIRE(cf <= oracle_cost(a, unf.group_of));
     REQUIRE(cf <= oracle_cost(a, gr.group_of));
+    if (a.has_regions()) {  // never worse than the greedy claim (Thunder's rule) under the same model
+      ++with_regions;
+      const pl::partition cg = pl::claim_greedy(a, 1);
+      REQUIRE(plan_ok(a, cg.group_of, cg.ngroups));
+      REQUIRE(cf <= oracle_cost(a, cg.group_of));
+    }
 
     // "small": every graph of up to 12 nodes, and any with up to 10 compute nodes
     if (a.g.n <= 12 || a.compute.size() <= 10) {
@@ -138,6 +181,8 @@ TEST_CASE("planner properties over random DAGs", "[property][planner]") {
     }
   }
   CHECK(exact_checked >= 300);
+  CHECK(with_regions >= 20);
   WARN("planner property: 600 graphs; " << exact_checked << " compared with exhaustive search (" << small
-                                         << " of up to 12 nodes or 10 compute nodes)");
+                                         << " of up to 12 nodes or 10 compute nodes); " << with_regions
+                                         << " with claimed regions");
 }

@@ -71,6 +71,21 @@ constexpr auto pr_fused = fx::partition(seed::parallel_residual_backward, fx::po
 constexpr auto pr_greedy = fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{});
 static_assert(dgelu_groups(pr_fused) == 1, "a claimed cat next to it leaves the dGeLU one kernel");
 static_assert(dgelu_groups(pr_greedy) >= 2, "the greedy claim splits the dGeLU, as in Thunder #256");
+static_assert(pr_fused.cost() <= pr_greedy.cost());
+
+// At the shapes that matter (Pythia-6.9b, and those of examples/seed_cases):
+// the default plan costs no more than the greedy claim or the unfused plan
+// at those extents, and keeps the dGeLU whole.
+template <seed::residual_shape S>
+constexpr bool default_plan_wins() {
+  constexpr auto h = fx::hints<seed::residual_hints(S)>;
+  constexpr auto fused = fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, h);
+  constexpr auto greedy = fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{}, h);
+  constexpr auto unfused = fx::partition(seed::parallel_residual_backward, fx::policy::unfused<seed::cat_executor>{}, h);
+  return fused.cost() <= greedy.cost() && fused.cost() <= unfused.cost() && dgelu_groups(fused) == 1;
+}
+static_assert(default_plan_wins<seed::pythia_6_9b>(), "Pythia-6.9b shapes");
+static_assert(default_plan_wins<seed::seed_case_shape>(), "seed_cases shapes");
 
 struct rope_shape {
   int B, T, n_head, groups, hs, n_elem;
@@ -106,6 +121,27 @@ TEST_CASE("seed: LayerNorm forward", "[seed]") {
   auto x = random_tensor<fx::bf16, 2>({64, 768});
   auto wv = random_tensor<fx::bf16, 1>({768}), bv = random_tensor<fx::bf16, 1>({768});
   check_policies(seed::layer_norm, "layer_norm", x, wv, bv, 1e-5f);
+}
+
+TEST_CASE("seed: hinted extents model the real bytes", "[seed][planner]") {
+  // At the hinted shapes, the plan's modelled bytes are the bytes its groups
+  // move for real arguments of those shapes (modelled_traffic binds them).
+  constexpr seed::residual_shape s = seed::seed_case_shape;
+  constexpr auto plan = fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{},
+                                      fx::hints<seed::residual_hints(s)>);
+  const int N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
+  auto dy = random_tensor<fx::bf16, 2>({N, s.C}), fc = random_tensor<fx::bf16, 2>({N, s.I});
+  auto w_proj = random_tensor<fx::bf16, 2>({s.C, s.I}), w_fc = random_tensor<fx::bf16, 2>({s.I, s.C});
+  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
+  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
+  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+  auto w_attn = random_tensor<fx::bf16, 2>({Cqkv, s.C});
+  const fx::traffic t = fx::modelled_traffic(
+      plan, fx::inputs(dy, fc, w_proj, w_fc, dq, dk, dv, cos, sin, w_attn, static_cast<int>(s.n_head),
+                       static_cast<int>(s.groups), static_cast<int>(s.hs), static_cast<int>(s.n_elem)));
+  CHECK(t.bytes == plan.bytes());
+  CHECK(t.min_bytes == plan.min_bytes());
+  CHECK(t.launches == plan.kernels());
 }
 
 TEST_CASE("seed: parallel-residual backward with a claimed cat", "[seed]") {

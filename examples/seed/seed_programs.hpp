@@ -99,6 +99,37 @@ inline constexpr auto parallel_residual_backward = fx::trace(
       return fx::convert<fx::bf16>(dx);
     });
 
+// Typical extents of parallel_residual_backward, for the planner
+// (fusex/plan/extents.hpp). Arguments: dy (N, C), fc (N, I), w_proj (C, I),
+// w_fc (I, C), dq (B, n_head, T, hs), dk, dv (B, groups, T, hs), cos, sin
+// (T, n_elem), w_attn ((n_head + 2 groups) hs, C), then the index arguments.
+struct residual_shape {
+  std::int64_t B, T, C, I, n_head, groups, hs, n_elem;
+};
+constexpr fx::extent_hints residual_hints(residual_shape s) {
+  const std::int64_t N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
+  return fx::extent_hints{}
+      .shape(0, {N, s.C})
+      .shape(1, {N, s.I})
+      .shape(2, {s.C, s.I})
+      .shape(3, {s.I, s.C})
+      .shape(4, {s.B, s.n_head, s.T, s.hs})
+      .shape(5, {s.B, s.groups, s.T, s.hs})
+      .shape(6, {s.B, s.groups, s.T, s.hs})
+      .shape(7, {s.T, s.n_elem})
+      .shape(8, {s.T, s.n_elem})
+      .shape(9, {Cqkv, s.C})
+      .value(10, s.n_head)
+      .value(11, s.groups)
+      .value(12, s.hs)
+      .value(13, s.n_elem);
+}
+// Pythia-6.9b at T 2048 (litgpt config: n_embd 4096, intermediate 16384,
+// 32 heads of 128, MHA, rotary_percentage 0.25) and the shapes of
+// examples/seed_cases.cpp.
+inline constexpr residual_shape pythia_6_9b{1, 2048, 4096, 16384, 32, 32, 128, 32};
+inline constexpr residual_shape seed_case_shape{2, 64, 128, 512, 8, 2, 64, 16};
+
 // A user executor with a hand-written cat kernel (host and device). It
 // claims every cat; under the greedy-claim policy it also grows over the ops
 // Thunder's torchcompile_cat executor fused around a cat.

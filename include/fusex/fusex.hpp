@@ -26,6 +26,7 @@
 
 #include "exec/reference.hpp"
 
+#include "plan/extents.hpp"
 #include "plan/plan.hpp"
 #include "plan/explain.hpp"
 #include "exec/host.hpp"

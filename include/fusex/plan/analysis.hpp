@@ -7,16 +7,16 @@
 #include <vector>
 
 #include "../capture/graph.hpp"
+#include "extents.hpp"
 
 namespace fusex {
 
 // The cost model: a group reads each external value it uses once and writes
 // each value used outside it (or returned) once; a launch costs as much as
-// moving `launch_bytes`. Run-time extents are unknown while planning, so
-// they are modelled as `nominal_extent` (explain() can report real bytes).
+// moving `launch_bytes`. Run-time extents take the values of extents.hpp
+// (hints, constants, defaults); modelled_traffic() reports real bytes.
 struct cost_model {
   double launch_bytes = 8.0 * 1024 * 1024;
-  double nominal_extent = 1024;
 };
 
 namespace detail::planning {
@@ -30,6 +30,7 @@ struct graph_ref {
   const std::int32_t* eclass = nullptr;
   const std::int32_t* outputs = nullptr;
   int nout = 0;
+  int nexpr = 0;
 
   constexpr int operand(int v, int k) const { return args[nodes[v].arg0 + k]; }
   constexpr bool same(int ea, int eb) const { return eclass[ea] == eclass[eb]; }
@@ -40,7 +41,7 @@ struct graph_ref {
 
 template <graph_sizes S>
 constexpr graph_ref ref(const graph<S>& g) {
-  return {g.nodes, S.nodes, g.args, g.exprs, g.eclass, g.outputs, S.outputs};
+  return {g.nodes, S.nodes, g.args, g.exprs, g.eclass, g.outputs, S.outputs, S.exprs};
 }
 
 enum class nkind : std::uint8_t {
@@ -61,21 +62,26 @@ struct analysis {
   std::vector<int> cons;
   std::vector<char> is_out;
   std::vector<int> domain;    // reduction domain id; -1 for other nodes
-  std::vector<int> claimant;  // claiming executor, -1 when none
+  std::vector<int> claimant;  // claiming executor of an opaque claim, -1 when none
   std::vector<int> compute;   // compute nodes in topological order
+  std::vector<double> extent;  // modelled value of each expr
+  // Claims that head a region (fused policy): a group holding such a node
+  // belongs to its claimant and may hold only nodes that claimant can fuse
+  // (bit c of fusable[v]). Empty when the policy has none.
+  std::vector<int> region_claim;
+  std::vector<std::uint32_t> fusable;
 
   constexpr bool is_compute(int v) const { return kind[v] >= nkind::pointwise; }
+  constexpr bool has_regions() const { return !region_claim.empty(); }
+  constexpr int region_of(int v) const { return region_claim.empty() ? -1 : region_claim[v]; }
   constexpr int num_consumers(int v) const { return cons_begin[v + 1] - cons_begin[v]; }
   constexpr int consumer(int v, int k) const { return cons[cons_begin[v] + k]; }
 };
 
-constexpr double nominal_bytes(const graph_ref& g, int v, const cost_model& m) {
+constexpr double modelled_bytes(const graph_ref& g, int v, const std::vector<double>& extent) {
   const node& n = g.nodes[v];
   double b = size_of(n.dt);
-  for (int i = 0; i < n.rank; ++i) {
-    const expr& e = g.exprs[g.eclass[n.shape[i]]];
-    b *= e.kind == expr_kind::constant ? static_cast<double>(e.value) : m.nominal_extent;
-  }
+  for (int i = 0; i < n.rank; ++i) b *= extent[n.shape[i]];
   return b;
 }
 
@@ -93,8 +99,9 @@ constexpr bool same_domain(const graph_ref& g, int r1, int r2) {
   return true;
 }
 
-constexpr analysis analyse(const graph_ref& g, const cost_model& m, const std::vector<int>& claimant) {
-  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}};
+constexpr analysis analyse(const graph_ref& g, const cost_model& m, const std::vector<int>& claimant,
+                           const extent_hints& hints = {}) {
+  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}, extent_values(g.exprs, g.eclass, g.nexpr, hints), {}, {}};
   const int n = g.n;
   a.kind.resize(n);
   a.bytes.resize(n);
@@ -102,7 +109,7 @@ constexpr analysis analyse(const graph_ref& g, const cost_model& m, const std::v
   a.domain.assign(n, -1);
   for (int v = 0; v < n; ++v) {
     const node& nd = g.nodes[v];
-    a.bytes[v] = nominal_bytes(g, v, m);
+    a.bytes[v] = modelled_bytes(g, v, a.extent);
     switch (category(nd.op)) {
       case op_category::source: a.kind[v] = nd.op == op_kind::input ? nkind::memory : nkind::immediate; break;
       case op_category::elementwise:

@@ -29,9 +29,20 @@ template <class P, class Policy>
 std::string explain(plan<P, Policy> pl) {
   const auto& g = P::graph;
   const auto& d = pl.data;
+  constexpr extent_hints hints = detail::planning::policy_traits<Policy>::hints;
   std::string s = "# fusex plan: " + std::to_string(d.ngroups) + (d.ngroups == 1 ? " kernel" : " kernels") +
-                  " for " + std::to_string(P::sizes.nodes) + " nodes (extents modelled as " +
-                  detail::format_double(cost_model{}.nominal_extent) + ")\n";
+                  " for " + std::to_string(P::sizes.nodes) + " nodes, modelled at " +
+                  (hints.count > 0 ? "hinted extents:" : "default extents:");
+  // The modelled shape of each tensor argument.
+  const std::vector<double> ext = detail::planning::extent_values(g.exprs, g.eclass, P::sizes.exprs, hints);
+  for (int p = 0; p < P::sizes.params; ++p) {
+    if (g.params[p].kind != arg_kind::tensor) continue;
+    const node& n = g.nodes[g.params[p].node];
+    s += " t" + std::to_string(g.params[p].node) + " " + name(n.dt) + "[";
+    for (int i = 0; i < n.rank; ++i) s += (i ? ", " : "") + detail::format_double(ext[n.shape[i]]);
+    s += "]";
+  }
+  s += "\n";
   for (int i = 0; i < d.ngroups; ++i) {
     const plan_group& grp = d.groups[i];
     std::string exec = grp.executor >= 0 ? std::string(plan<P, Policy>::claimants::name(grp.executor)) : "fusex";

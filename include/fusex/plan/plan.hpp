@@ -37,7 +37,11 @@ constexpr const char* name(group_kind k) {
 //   static constexpr bool can_fuse(const fusex::node&);   // what a greedy claim may grow over
 // plus run functions for the executors it supports (see exec/).
 namespace policy {
-// Global, cost-based partition; claimed ops take only themselves.
+// Global, cost-based partition. A claimed elementwise op or remap heads a
+// region its claimant runs: the region takes the ops around it that the
+// claimant can fuse where that lowers the cost; other claimed ops (and
+// everything under a claimant without can_fuse beyond its own ops) take
+// only themselves.
 template <class... Claimants>
 struct fused {};
 // Baseline: each claim grows over every op it can fuse that dataflow reaches
@@ -47,6 +51,9 @@ struct greedy_claim {};
 // Baseline: one kernel per prim.
 template <class... Claimants>
 struct unfused {};
+// Any of the above, planned at the typical extents H (extents.hpp).
+template <class Policy, extent_hints H>
+struct hinted {};
 }  // namespace policy
 
 struct plan_group {
@@ -94,6 +101,20 @@ struct claimant_list {
     ((r = r || (i == claimant && can_fuse_one<C>(n)), ++i), ...);
     return r;
   }
+  // Under the fused policy a claimant's region holds what its can_fuse
+  // accepts; a claimant without can_fuse keeps its claims to themselves.
+  template <class X>
+  static constexpr bool region_can_hold(const node& n) {
+    if constexpr (requires { X::can_fuse(n); }) return X::claims(n) || X::can_fuse(n);
+    else return X::claims(n);
+  }
+  static constexpr std::uint32_t fusable_mask(const node& n) {
+    std::uint32_t m = 0;
+    int i = 0;
+    ((m |= (region_can_hold<C>(n) ? 1u : 0u) << i, ++i), ...);
+    return m;
+  }
+  static_assert(sizeof...(C) <= 32, "fusex::partition: at most 32 claimants");
   static constexpr const char* name(int claimant) {
     const char* r = "?";
     int i = 0;
@@ -108,21 +129,28 @@ template <class... C>
 struct policy_traits<policy::fused<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 0;
+  static constexpr extent_hints hints{};
 };
 template <class... C>
 struct policy_traits<policy::greedy_claim<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 1;
+  static constexpr extent_hints hints{};
 };
 template <class... C>
 struct policy_traits<policy::unfused<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 2;
+  static constexpr extent_hints hints{};
+};
+template <class Policy, extent_hints H>
+struct policy_traits<policy::hinted<Policy, H>> : policy_traits<Policy> {
+  static constexpr extent_hints hints = H;
 };
 
 // Which executor claims each node under a policy, as the planner sees it. In
-// the greedy-claim baseline a claimed elementwise op or remap heads a fused
-// region (so it is not opaque); other claimed ops stay opaque.
+// the fused policy and the greedy-claim baseline a claimed elementwise op or
+// remap heads a region (so it is not opaque); other claimed ops stay opaque.
 template <graph_sizes S, class Policy>
 constexpr std::vector<int> opaque_claims(const graph<S>& gr) {
   using traits = policy_traits<Policy>;
@@ -131,10 +159,34 @@ constexpr std::vector<int> opaque_claims(const graph<S>& gr) {
     const op_category c = category(gr.nodes[v].op);
     if (c == op_category::source) continue;
     const int who = traits::claimants::claimant_of(gr.nodes[v]);
-    if (traits::mode == 1 && (c == op_category::elementwise || c == op_category::remap)) continue;
+    if (traits::mode != 2 && (c == op_category::elementwise || c == op_category::remap)) continue;
     claimant[v] = who;
   }
   return claimant;
+}
+
+// The analysis the planner runs on: opaque claims, the policy's extents and,
+// under the fused policy, the claimed regions and what each claimant fuses.
+template <graph_sizes S, class Policy>
+constexpr analysis planning_analysis(const graph<S>& gr, const cost_model& model) {
+  using traits = policy_traits<Policy>;
+  using claimants = typename traits::claimants;
+  analysis a = analyse(ref(gr), model, opaque_claims<S, Policy>(gr), traits::hints);
+  if constexpr (traits::mode == 0 && claimants::size > 0) {
+    a.region_claim.assign(static_cast<std::size_t>(S.nodes), -1);
+    a.fusable.assign(static_cast<std::size_t>(S.nodes), 0u);
+    bool any = false;
+    for (int v : a.compute) {
+      a.fusable[v] = claimants::fusable_mask(gr.nodes[v]);
+      if (a.kind[v] != nkind::opaque) a.region_claim[v] = claimants::claimant_of(gr.nodes[v]);
+      any = any || a.region_claim[v] >= 0;
+    }
+    if (!any) {
+      a.region_claim.clear();
+      a.fusable.clear();
+    }
+  }
+  return a;
 }
 
 // Builds the plan: partition, then groups in topological order with their
@@ -144,14 +196,19 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
   using traits = policy_traits<Policy>;
   using claimants = typename traits::claimants;
   const graph_ref g = ref(gr);
-  const analysis a = analyse(g, model, opaque_claims<S, Policy>(gr));
-  // Executor of each node: opaque claims, and in greedy mode the claim heads.
+  const analysis a = planning_analysis<S, Policy>(gr, model);
+  // Executor of each node: opaque claims and claim heads.
   std::vector<int> executor(static_cast<std::size_t>(S.nodes), -1);
   for (int v : a.compute) executor[v] = claimants::claimant_of(gr.nodes[v]);
 
   partition p;
   if constexpr (traits::mode == 0) {
-    p = fused(a, exact_steps);
+    p = fused(a, exact_steps, claimants::size);
+    // A region takes its head's executor.
+    std::vector<int> region_exec(static_cast<std::size_t>(p.ngroups), -1);
+    for (int v : a.compute)
+      if (a.region_of(v) >= 0) region_exec[p.group_of[v]] = a.region_of(v);
+    for (int v : a.compute) executor[v] = a.kind[v] == nkind::opaque ? executor[v] : region_exec[p.group_of[v]];
   } else if constexpr (traits::mode == 1) {
     std::vector<char> fixed;
     analysis heads = a;
@@ -211,6 +268,8 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
       if (a.kind[v] == nkind::opaque) pg.kind = a.claimant[v] >= 0 ? group_kind::claimed : group_kind::matmul;
     }
     pg.nmembers = nm - pg.member0;
+    // A claim alone in its region is run by its claimant's own kernel.
+    if (traits::mode == 0 && pg.nmembers == 1 && a.region_of(out.members[pg.member0]) >= 0) pg.kind = group_kind::claimed;
     // reads: distinct tensor arguments and other groups' values
     for (int k = pg.member0; k < nm; ++k) {
       const int v = out.members[k];
@@ -245,9 +304,8 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
 
 // The invariants every plan must satisfy; asserted when a plan is made.
 template <graph_sizes S>
-constexpr bool check_invariants(const graph<S>& gr, const plan_data<S>& p, const std::vector<int>& claimant) {
+constexpr bool check_invariants(const graph<S>& gr, const plan_data<S>& p, const analysis& a) {
   const graph_ref g = ref(gr);
-  const analysis a = analyse(g, cost_model{}, claimant);
   // every compute node in exactly one group, sources in none
   std::vector<int> seen(static_cast<std::size_t>(S.nodes), 0);
   for (int i = 0; i < p.ngroups; ++i)
@@ -303,7 +361,8 @@ struct plan {
   static constexpr plan_data<P::sizes> data = detail::planning::make_plan<P::sizes, Policy>(P::graph, cost_model{}, exact_steps);
 
   static constexpr bool invariants_hold() {
-    return detail::planning::check_invariants(P::graph, data, detail::planning::opaque_claims<P::sizes, Policy>(P::graph));
+    return detail::planning::check_invariants(P::graph, data,
+                                              detail::planning::planning_analysis<P::sizes, Policy>(P::graph, cost_model{}));
   }
   static_assert(invariants_hold(),
                 "fusex::partition: plan invariants violated (a node outside exactly one group, an invalid group, "
@@ -315,6 +374,8 @@ struct plan {
   constexpr const plan_group& group(int i) const { return data.groups[i]; }
   constexpr int member(int group, int k) const { return data.members[data.groups[group].member0 + k]; }
   constexpr double bytes() const { return data.bytes_read + data.bytes_written; }
+  // The objective: bytes moved plus launches at launch_bytes each.
+  constexpr double cost() const { return bytes() + data.ngroups * data.launch_bytes; }
   constexpr double min_bytes() const { return data.min_bytes; }
   constexpr bool bytes_at_minimum() const { return bytes() == data.min_bytes; }
   // The exact search completed: no plan is cheaper under the cost model.
@@ -334,6 +395,11 @@ struct plan {
 
 template <program_like P, class Policy = policy::fused<>>
 consteval plan<P, Policy> partition(P, Policy = {}) {
+  return {};
+}
+// Planned at typical extents: fx::partition(prog, policy, fx::hints<H>).
+template <program_like P, class Policy, extent_hints H>
+consteval plan<P, policy::hinted<Policy, H>> partition(P, Policy, hints_t<H>) {
   return {};
 }
 

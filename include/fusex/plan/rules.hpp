@@ -3,7 +3,11 @@
 // local, so the planner can check them incrementally and tests can check them
 // on any plan.
 //
-//  - An opaque node (matmul, claimed op) forms a group alone.
+//  - An opaque node (matmul, claimed op that is not elementwise or a remap)
+//    forms a group alone.
+//  - A group holding an elementwise or remap op claimed by a user executor is
+//    that executor's region: it holds no other executor's claims and only
+//    ops that executor can fuse.
 //  - A pointwise group holds elementwise ops and index remaps only. Each of
 //    its outputs is computed gather-style, so any such set can fuse.
 //  - A row-reduction group holds reductions over the innermost axis of one
@@ -73,6 +77,18 @@ constexpr bool row_aligned_op(const graph_ref& g, int v, int r) {
 constexpr bool group_is_valid(const analysis& a, const std::vector<int>& members, const std::vector<int>& group_of,
                               int self, std::vector<char>& dep) {
   const graph_ref& g = a.g;
+  if (a.has_regions()) {  // a claimed region holds one claimant's ops, all of which it can fuse
+    int claim = -1;
+    for (int v : members) {
+      const int c = a.region_claim[v];
+      if (c < 0) continue;
+      if (claim >= 0 && c != claim) return false;
+      claim = c;
+    }
+    if (claim >= 0)
+      for (int v : members)
+        if (!((a.fusable[v] >> claim) & 1u)) return false;
+  }
   int red = -1, opaque = 0;
   for (int v : members) {
     if (a.kind[v] == nkind::opaque) ++opaque;

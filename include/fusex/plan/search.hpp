@@ -201,6 +201,8 @@ struct merger {
   std::vector<char> opaque;
   std::vector<int> red_kind;  // 0 none, 1 row, 2 column
   std::vector<int> red_domain;
+  std::vector<int> claim;            // claimant whose region the group is, -1 when none
+  std::vector<std::uint32_t> mask;   // claimants that can fuse every member
   // group graph in CSR form and levels, valid while !dirty
   bool dirty = true;
   std::vector<int> succ_begin, succ, level;
@@ -216,9 +218,15 @@ struct merger {
     opaque.assign(static_cast<std::size_t>(n), 0);
     red_kind.assign(static_cast<std::size_t>(n), 0);
     red_domain.assign(static_cast<std::size_t>(n), -1);
+    claim.assign(static_cast<std::size_t>(n), -1);
+    mask.assign(static_cast<std::size_t>(n), ~0u);
     for (int v : a.compute) {
       const int x = group_of[v];
       members[x].push_back(v);
+      if (a.has_regions()) {
+        if (a.region_claim[v] >= 0) claim[x] = a.region_claim[v];
+        mask[x] &= a.fusable[v];
+      }
       if (a.kind[v] == nkind::opaque) opaque[x] = 1;
       if (a.kind[v] == nkind::row_reduce || a.kind[v] == nkind::col_reduce) {
         red_kind[x] = a.kind[v] == nkind::row_reduce ? 1 : 2;
@@ -312,6 +320,9 @@ struct merger {
     if (x == y || (fixed[x] && !into_fixed) || fixed[y] || opaque[x] || opaque[y]) return false;
     if (members[x].empty() || members[y].empty()) return false;
     if (red_kind[x] && red_kind[y] && (red_kind[x] != red_kind[y] || red_domain[x] != red_domain[y])) return false;
+    const int c = claim[x] >= 0 ? claim[x] : claim[y];
+    if (claim[x] >= 0 && claim[y] >= 0 && claim[x] != claim[y]) return false;
+    if (c >= 0 && !(((mask[x] & mask[y]) >> c) & 1u)) return false;
     if (!known_acyclic) {
       if (dirty) rebuild();
       if (!acyclic_merge(x, y)) return false;
@@ -331,6 +342,8 @@ struct merger {
     }
     members[x] = merged;
     members[y].clear();
+    claim[x] = c;
+    mask[x] &= mask[y];
     if (red_kind[y]) {
       red_kind[x] = red_kind[y];
       red_domain[x] = red_domain[y];
@@ -731,7 +744,7 @@ constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, int nclaima
     // keep the regions that hold a claimed op; the others dissolve
     for (int r : regions) {
       bool holds_claim = false;
-      for (int v : m.members[r]) holds_claim = holds_claim || a.claimant[v] == c;
+      for (int v : m.members[r]) holds_claim = holds_claim || a.claimant[v] == c || a.region_of(v) == c;
       if (!holds_claim) continue;
       for (int v : m.members[r]) group_of[v] = r;
       claimed_group[r] = 1;
@@ -741,62 +754,94 @@ constexpr partition grow_claims(const analysis& a, CanFuse can_fuse, int nclaima
   return {group_of, base.ngroups, false};
 }
 
-constexpr partition fused(const analysis& a, long exact_steps) {
-  partition base = unfused(a);
-  // The claimed (opaque) singletons stay as they are; everything else merges.
-  merger m(a, base.group_of, base.ngroups, std::vector<char>(static_cast<std::size_t>(base.ngroups), 0));
-  const bool large = a.compute.size() > 64;
-  partition greedy_plan;
-  if (!large) {
-    merge_edges(m);
-    greedy_plan = compact(a, m.group_of);
+// Sibling and horizontal merges after the edge merges.
+constexpr void merge_rest(const analysis& a, merger& m) {
+  if (a.compute.size() <= 64) {
     merge_siblings(m);
     merge_any(m);
-  } else {
-    merge_edges(m);
-    greedy_plan = compact(a, m.group_of);
-    merge_in_rounds(m, [&](auto&& f) {  // siblings: groups reading one value
-      for (int u = 0; u < a.g.n; ++u)
-        for (int k = 1; k < a.num_consumers(u); ++k)
-          if (a.is_compute(a.consumer(u, 0)) && a.is_compute(a.consumer(u, k)))
-            f(m.group_of[a.consumer(u, 0)], m.group_of[a.consumer(u, k)]);
-    });
-    merge_in_rounds(m, [&](auto&& f) {  // groups on one level, pairwise by kind
-      int maxl = 0;
-      for (int x = 0; x < m.ngroups; ++x) maxl = m.level[x] > maxl ? m.level[x] : maxl;
-      std::vector<int> last(static_cast<std::size_t>(3 * (maxl + 1)), -1);
-      for (int x = 0; x < m.ngroups; ++x) {
-        if (m.members[x].empty() || m.opaque[x] || m.fixed[x]) continue;
-        int& l = last[3 * m.level[x] + m.red_kind[x]];
-        if (l < 0) {
-          l = x;
-        } else {
-          f(l, x);
-          l = -1;
-        }
-      }
-    });
+    return;
   }
+  merge_in_rounds(m, [&](auto&& f) {  // siblings: groups reading one value
+    for (int u = 0; u < a.g.n; ++u)
+      for (int k = 1; k < a.num_consumers(u); ++k)
+        if (a.is_compute(a.consumer(u, 0)) && a.is_compute(a.consumer(u, k)))
+          f(m.group_of[a.consumer(u, 0)], m.group_of[a.consumer(u, k)]);
+  });
+  merge_in_rounds(m, [&](auto&& f) {  // groups on one level, pairwise by kind
+    int maxl = 0;
+    for (int x = 0; x < m.ngroups; ++x) maxl = m.level[x] > maxl ? m.level[x] : maxl;
+    std::vector<int> last(static_cast<std::size_t>(3 * (maxl + 1)), -1);
+    for (int x = 0; x < m.ngroups; ++x) {
+      if (m.members[x].empty() || m.opaque[x] || m.fixed[x]) continue;
+      int& l = last[3 * m.level[x] + m.red_kind[x]];
+      if (l < 0) {
+        l = x;
+      } else {
+        f(l, x);
+        l = -1;
+      }
+    }
+  });
+}
+
+// The greedy-claim partition under this analysis's rules: claims grow over
+// what their claimant can fuse in trace order, the rest merges greedily.
+constexpr partition claim_greedy(const analysis& a, int nclaimants) {
+  std::vector<char> fixed;
+  auto can_fuse = [&](int c, int v) { return ((a.fusable[v] >> c) & 1u) != 0; };
+  const partition grown = grow_claims(a, can_fuse, nclaimants, fixed);
+  return greedy(a, grown.group_of, grown.ngroups, fixed);
+}
+
+// Keeps the cheaper of `best` and `p` (strictly cheaper replaces).
+constexpr void keep_cheaper(const analysis& a, partition& best, double& best_cost, const partition& p) {
+  const double c = cost_of(a, p.group_of).total(a.model);
+  if (c < best_cost) {
+    best_cost = c;
+    best = p;
+  }
+}
+
+constexpr partition fused(const analysis& a, long exact_steps, int nclaimants = 0) {
+  partition base = unfused(a);
+  const bool large = a.compute.size() > 64;
+  // Claimed regions start as singletons that fusex groups cannot enter, so
+  // fusex's own groups form first along edges; then a region may take whole
+  // neighbouring groups that its claimant can fuse. A region therefore never splits a fusex group;
+  // single-node moves and the exact search below split one only where the
+  // model says it pays.
+  std::vector<char> claimed(static_cast<std::size_t>(base.ngroups), 0);
+  for (int v : a.compute)
+    if (a.region_of(v) >= 0) claimed[base.group_of[v]] = 1;
+  merger m(a, base.group_of, base.ngroups, claimed);
+  merge_edges(m);
+  const partition greedy_plan = compact(a, m.group_of);
+  if (a.has_regions()) {  // regions take whole neighbours before horizontal merges mix unrelated groups
+    m.fixed.assign(m.fixed.size(), 0);
+    merge_edges(m);
+  }
+  merge_rest(a, m);
   int ng = m.ngroups;
   std::vector<int> g = m.group_of;
   // Single-node moves cost O(V * (V + E)) per round: worth it on the graphs
   // people write by hand, skipped on very large generated ones.
   if (!large) move_nodes(a, g, ng, 4);
-  partition heuristic = compact(a, g);
-  // Candidates: the heuristic, the greedy plan, the unfused plan.
-  partition best = heuristic;
-  double best_cost = cost_of(a, heuristic.group_of).total(a.model);
-  // (two comparisons, not a loop over an initializer_list: EDG, nvcc's
-  // front end, loses track of the list's vectors in constant evaluation)
-  const double greedy_cost = cost_of(a, greedy_plan.group_of).total(a.model);
-  if (greedy_cost < best_cost) {
-    best_cost = greedy_cost;
-    best = greedy_plan;
-  }
-  const double unfused_cost = cost_of(a, base.group_of).total(a.model);
-  if (unfused_cost < best_cost) {
-    best_cost = unfused_cost;
-    best = base;
+  // Candidates: this, the greedy plan, the unfused plan and, with claims,
+  // the greedy-claim plan, so the result is never worse than any baseline.
+  partition best = compact(a, g);
+  double best_cost = cost_of(a, best.group_of).total(a.model);
+  // (one call each, not a loop over an initializer_list: EDG, nvcc's front
+  // end, loses track of the list's vectors in constant evaluation)
+  keep_cheaper(a, best, best_cost, greedy_plan);
+  keep_cheaper(a, best, best_cost, base);
+  if (a.has_regions()) {
+    partition cg = claim_greedy(a, nclaimants);
+    if (!large) {
+      int cng = cg.ngroups;
+      move_nodes(a, cg.group_of, cng, 4);
+      cg = compact(a, cg.group_of);
+    }
+    keep_cheaper(a, best, best_cost, cg);
   }
   // Exact search, seeded with the best so far (strictly better plans only).
   // Its per-step cost grows with the square of the group count, so it runs
