@@ -24,9 +24,34 @@ void residual_plans(const char* shape) {
             << fx::explain(greedy) << "\n";
 }
 
+// Arguments of parallel_residual_backward at shape S: views of those extents
+// over one small buffer (explain and choose only read their extents).
+template <seed::residual_shape S>
+auto residual_views() {
+  using bf = fx::bf16;
+  constexpr long N = S.B * S.T, Cqkv = (S.n_head + 2 * S.groups) * S.hs;
+  alignas(64) static const bf nothing[64] = {};
+  auto v2 = [&](long a, long b) { return fx::view<const bf, 2>(nothing, {a, b}); };
+  auto v4 = [&](long a, long b, long c, long d) { return fx::view<const bf, 4>(nothing, {a, b, c, d}); };
+  return fx::inputs(v2(N, S.C), v2(N, S.I), v2(S.C, S.I), v2(S.I, S.C), v4(S.B, S.n_head, S.T, S.hs),
+                    v4(S.B, S.groups, S.T, S.hs), v4(S.B, S.groups, S.T, S.hs), v2(S.T, S.n_elem), v2(S.T, S.n_elem),
+                    v2(Cqkv, S.C), static_cast<int>(S.n_head), static_cast<int>(S.groups), static_cast<int>(S.hs),
+                    static_cast<int>(S.n_elem));
+}
+
 int main() {
   std::cout << seed::dgelu << "\n" << fx::explain(dgelu_plan) << "\n";
   residual_plans<seed::pythia_6_9b>("Pythia-6.9b shapes (B 1, T 2048)");
   residual_plans<seed::seed_case_shape>("the seed_cases shapes (B 2, T 64)");
+  // Plans compiled ahead, one picked at run time for the arguments' extents.
+  constexpr auto plans = fx::choice(
+      fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{},
+                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>),
+      fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{},
+                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>),
+      fx::partition(seed::parallel_residual_backward, fx::policy::unfused<seed::cat_executor>{},
+                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>));
+  std::cout << "## a choice among three plans, for arguments at Pythia-6.9b shapes\n"
+            << fx::explain(plans, residual_views<seed::pythia_6_9b>());
   return 0;
 }

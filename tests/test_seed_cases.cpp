@@ -144,6 +144,53 @@ TEST_CASE("seed: hinted extents model the real bytes", "[seed][planner]") {
   CHECK(t.launches == plan.kernels());
 }
 
+TEST_CASE("seed: a choice among plans compiled ahead picks the cheapest at the actual extents", "[seed][planner]") {
+  constexpr seed::residual_shape s = seed::seed_case_shape;
+  constexpr auto pythia = fx::hints<seed::residual_hints(seed::pythia_6_9b)>;
+  constexpr auto here = fx::hints<seed::residual_hints(s)>;
+  constexpr auto plans =
+      fx::choice(fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{}, here),
+                 fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, pythia),
+                 fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, here));
+  static_assert(plans.size == 3);
+  static_assert(plans.candidate<1>().kernels() == 6);  // candidates keep their compile-time properties
+  // The fused plans at both shapes partition alike: one instantiation.
+  static_assert(plans.canonical<2>() == 1 && plans.canonical<1>() == 1 && plans.canonical<0>() == 0);
+  const int N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
+  auto dy = random_tensor<fx::bf16, 2>({N, s.C}), fc = random_tensor<fx::bf16, 2>({N, s.I});
+  auto w_proj = random_tensor<fx::bf16, 2>({s.C, s.I}), w_fc = random_tensor<fx::bf16, 2>({s.I, s.C});
+  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
+  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
+  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+  auto w_attn = random_tensor<fx::bf16, 2>({Cqkv, s.C});
+  const int nh = static_cast<int>(s.n_head), g = static_cast<int>(s.groups), hs = static_cast<int>(s.hs),
+            ne = static_cast<int>(s.n_elem);
+  const auto in = fx::inputs(dy, fc, w_proj, w_fc, dq, dk, dv, cos, sin, w_attn, nh, g, hs, ne);
+  // the greedy claim costs more here, so the first fused candidate runs
+  const double c0 = fx::modelled_cost(plans.candidate<0>(), in), c1 = fx::modelled_cost(plans.candidate<1>(), in);
+  CHECK(c1 < c0);
+  CHECK(fx::choose(plans, in) == 1);
+  const std::string why = fx::explain(plans, in);
+  CHECK(why.find("picked candidate 1") != std::string::npos);
+  CHECK(why.find("(same plan as candidate 1)") != std::string::npos);
+  // and the candidate it runs computes what the reference computes (at
+  // small extents, where bf16 rounding through the matmuls stays within
+  // the dtype's tolerance)
+  const rope_shape t{2, 4, 4, 2, 8, 6};
+  const int n = t.B * t.T, c = 32, i = 64;
+  auto dy2 = random_tensor<fx::bf16, 2>({n, c}), fc2 = random_tensor<fx::bf16, 2>({n, i});
+  auto w_proj2 = random_tensor<fx::bf16, 2>({c, i}), w_fc2 = random_tensor<fx::bf16, 2>({i, c});
+  auto dq2 = random_tensor<fx::bf16, 4>({t.B, t.n_head, t.T, t.hs});
+  auto dk2 = random_tensor<fx::bf16, 4>({t.B, t.groups, t.T, t.hs}), dv2 = random_tensor<fx::bf16, 4>({t.B, t.groups, t.T, t.hs});
+  auto cos2 = random_tensor<fx::bf16, 2>({t.T, t.n_elem}), sin2 = random_tensor<fx::bf16, 2>({t.T, t.n_elem});
+  auto w_attn2 = random_tensor<fx::bf16, 2>({t.C(), c});
+  const auto ref = fx::evaluate(seed::parallel_residual_backward, fx::reference, dy2, fc2, w_proj2, w_fc2, dq2, dk2, dv2,
+                                cos2, sin2, w_attn2, t.n_head, t.groups, t.hs, t.n_elem);
+  const auto got = fx::evaluate(plans, fx::host{}, dy2, fc2, w_proj2, w_fc2, dq2, dk2, dv2, cos2, sin2, w_attn2, t.n_head,
+                                t.groups, t.hs, t.n_elem);
+  require_close(got, ref, "plan choice");
+}
+
 TEST_CASE("seed: parallel-residual backward with a claimed cat", "[seed]") {
   const rope_shape s{2, 4, 4, 2, 8, 6};
   const int N = s.B * s.T, C = 32, I = 64;

@@ -29,6 +29,7 @@
 #include "plan/extents.hpp"
 #include "plan/plan.hpp"
 #include "plan/explain.hpp"
+#include "plan/choice.hpp"
 #include "exec/host.hpp"
 
 // The CUDA executor needs nvcc; include it in .cu translation units.

@@ -1,0 +1,154 @@
+#pragma once
+// A choice among plans compiled ahead: each candidate is a plan of the same
+// program, instantiated at compile time; fx::run picks, for the actual
+// extents, the candidate the cost model finds cheapest (bytes at those
+// extents plus launches), with no JIT and no warm-up.
+//
+//   constexpr auto plans = fx::choice(fx::partition(prog, fx::policy::fused<>{}, fx::hints<small>),
+//                                     fx::partition(prog, fx::policy::fused<>{}, fx::hints<large>));
+//   static_assert(plans.candidate<1>().kernels() <= 4);
+//   fx::run(plans, fx::host{}, fx::inputs(x, w), fx::outputs(y));   // the cheaper at x's extents
+//   std::cout << fx::explain(plans, fx::inputs(x, w));               // which, and why
+//
+// Candidates whose partitions are equal are instantiated once.
+
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "explain.hpp"
+
+namespace fusex {
+
+template <class... Plans>
+struct plan_choice {
+  static_assert(sizeof...(Plans) >= 1, "fusex::choice: give at least one plan");
+  using first = std::tuple_element_t<0, std::tuple<Plans...>>;
+  using program_type = typename first::program_type;
+  static_assert((std::is_same_v<typename Plans::program_type, program_type> && ...),
+                "fusex::choice: every candidate must be a plan of the same program");
+  static constexpr int size = sizeof...(Plans);
+
+  template <int I>
+  static constexpr auto candidate() {
+    return std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<Plans...>>{};
+  }
+  // The first candidate with the same partition as candidate I.
+  template <int I>
+  static constexpr int canonical() {
+    using PI = decltype(candidate<I>());
+    int r = I;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((r = r == I && static_cast<int>(J) < I && same_partition<decltype(candidate<static_cast<int>(J)>()), PI>() ? static_cast<int>(J) : r), ...);
+    }(std::make_index_sequence<sizeof...(Plans)>{});
+    return r;
+  }
+
+ private:
+  template <class A, class B>
+  static constexpr bool same_partition() {
+    if (A::data.ngroups != B::data.ngroups) return false;
+    if (A::data.launch_bytes != B::data.launch_bytes) return false;
+    for (int v = 0; v < program_type::sizes.nodes; ++v)
+      if (A::data.group_of[v] != B::data.group_of[v]) return false;
+    for (int g = 0; g < A::data.ngroups; ++g)
+      if (A::data.groups[g].executor != B::data.groups[g].executor || A::data.groups[g].kind != B::data.groups[g].kind)
+        return false;
+    return true;
+  }
+};
+
+template <class... P, class... Policy>
+consteval plan_choice<plan<P, Policy>...> choice(plan<P, Policy>...) {
+  return {};
+}
+
+// Modelled cost of a plan for these arguments: bytes at their extents plus
+// launches at the plan's launch cost.
+template <class P, class Policy, class... A>
+double modelled_cost(plan<P, Policy> pl, const inputs_t<A...>& in) {
+  const traffic t = modelled_traffic(pl, in);
+  return t.bytes + t.launches * pl.data.launch_bytes;
+}
+
+namespace detail {
+template <class C, class... A, std::size_t... I>
+int choose(C, const inputs_t<A...>& in, std::index_sequence<I...>) {
+  int best = -1;
+  double best_cost = 0;
+  ((best = [&] {
+     const double c = modelled_cost(C::template candidate<static_cast<int>(I)>(), in);
+     if (best < 0 || c < best_cost) {
+       best_cost = c;
+       return static_cast<int>(I);
+     }
+     return best;
+   }()),
+   ...);
+  return best;
+}
+
+template <class C, class Exec, class In, class Out>
+void run_candidate(int, Exec, const In&, const Out&, std::index_sequence<>) {}
+template <class C, class Exec, class In, class Out, std::size_t I, std::size_t... Rest>
+void run_candidate(int pick, Exec exec, const In& in, const Out& out, std::index_sequence<I, Rest...>) {
+  if constexpr (C::template canonical<static_cast<int>(I)>() == static_cast<int>(I)) {
+    if (static_cast<int>(I) == pick) {
+      run(C::template candidate<static_cast<int>(I)>(), exec, in, out);
+      return;
+    }
+  }
+  run_candidate<C>(pick, exec, in, out, std::index_sequence<Rest...>{});
+}
+}  // namespace detail
+
+// The candidate fx::run uses for these arguments: the cheapest under the
+// cost model at their extents, the first on a tie.
+template <class... Plans, class... A>
+int choose(plan_choice<Plans...> c, const inputs_t<A...>& in) {
+  return detail::choose(c, in, std::index_sequence_for<Plans...>{});
+}
+
+template <class... Plans, class Exec, class... A, class... O>
+void run(plan_choice<Plans...> c, Exec exec, const inputs_t<A...>& in, const outputs_t<O...>& out) {
+  using C = plan_choice<Plans...>;
+  const int pick = choose(c, in);
+  // a duplicate runs its canonical twin, instantiated once
+  int canon = pick;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((canon = static_cast<int>(I) == pick ? C::template canonical<static_cast<int>(I)>() : canon), ...);
+  }(std::index_sequence_for<Plans...>{});
+  detail::run_candidate<C>(canon, exec, in, out, std::index_sequence_for<Plans...>{});
+}
+
+template <class... Plans, class Exec, class... A>
+auto evaluate(plan_choice<Plans...> c, Exec exec, const A&... a) {
+  return detail::evaluate_into_new<typename plan_choice<Plans...>::program_type>(c, exec, a...);
+}
+
+// Which candidate runs for these arguments, and why: each candidate's
+// kernels, bytes and cost at their extents.
+template <class... Plans, class... A>
+std::string explain(plan_choice<Plans...> c, const inputs_t<A...>& in) {
+  using C = plan_choice<Plans...>;
+  const int pick = choose(c, in);
+  std::string s = "# fusex plan choice: " + std::to_string(C::size) + " candidates compiled ahead\n";
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((s += [&] {
+       constexpr auto p = C::template candidate<static_cast<int>(I)>();
+       const traffic t = modelled_traffic(p, in);
+       constexpr int canon = C::template canonical<static_cast<int>(I)>();
+       return std::string(static_cast<int>(I) == pick ? "* " : "  ") + "candidate " + std::to_string(I) + ": " +
+              std::to_string(t.launches) + (t.launches == 1 ? " kernel, " : " kernels, ") +
+              detail::format_bytes(t.bytes) + " at these extents, cost " +
+              detail::format_bytes(t.bytes + t.launches * p.data.launch_bytes) +
+              (canon != static_cast<int>(I) ? " (same plan as candidate " + std::to_string(canon) + ")" : "") + "\n";
+     }()),
+     ...);
+  }(std::index_sequence_for<Plans...>{});
+  s += "picked candidate " + std::to_string(pick) +
+       ": the least modelled cost (bytes + launches x launch cost) at these extents\n";
+  return s;
+}
+
+}  // namespace fusex
