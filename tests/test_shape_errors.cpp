@@ -115,3 +115,54 @@ TEST_CASE("a shape error inside a composite op names the op and the extents the 
   // outside any composite the prim's message stands alone
   REQUIRE_THROWS_WITH(fx::evaluate(p_add, fx::reference, v2(2, 3), v2(2, 4)), Catch::Matchers::StartsWith("fusex::add (t2)"));
 }
+
+namespace {
+// LayerNorm with its hidden size fixed at 64 when traced: the extent is a
+// constant of the trace (planning, kernels), and a run at another hidden
+// size is an error naming the argument and the axis.
+constexpr auto ln_body = [](fx::tensor<float, 2> x, fx::tensor<float, 1> w, fx::tensor<float, 1> b) {
+  return fx::ops::layer_norm(x, w, b, 1e-5).y;
+};
+constexpr fx::extent_hints hidden64 = fx::extent_hints{}.extent(0, 1, 64).extent(1, 0, 64).extent(2, 0, 64);
+constexpr auto ln_free = fx::trace(ln_body);
+constexpr auto ln_fixed = fx::trace(ln_body, fx::fixed_extents<hidden64>);
+constexpr auto p_slice_fixed = fx::trace([](fx::tensor<float, 1> a, fx::index n) { return fx::slice<0>(a, 0, n); },
+                                         fx::fixed_extents<fx::extent_hints{}.value(1, 3)>);
+
+template <class P>
+constexpr bool axis_is_constant(P, int param, int axis, std::int64_t v) {
+  const auto& g = P::graph;
+  const auto& e = g.exprs[g.nodes[g.params[param].node].shape[axis]];
+  return e.kind == fx::expr_kind::constant && e.value == v;
+}
+static_assert(axis_is_constant(ln_fixed, 0, 1, 64) && axis_is_constant(ln_fixed, 1, 0, 64));
+static_assert(!axis_is_constant(ln_fixed, 0, 0, 64) && !axis_is_constant(ln_free, 0, 1, 64));
+// Planning counts the fixed extent exactly: the plan of the fixed trace at
+// default extents moves what the free trace's plan moves at hints that say
+// the same (rows take the default's 2^20 / 64).
+static_assert(fx::partition(ln_fixed).bytes() ==
+              fx::partition(ln_free, fx::policy::fused<>{},
+                            fx::hints<fx::extent_hints{}.shape(0, {16384, 64}).shape(1, {64}).shape(2, {64})>)
+                  .bytes());
+}  // namespace
+
+TEST_CASE("extents fixed by the trace are constants, checked when the program runs", "[errors]") {
+  auto x = fxt::random_tensor<float, 2>({5, 64});
+  auto w = fxt::random_tensor<float, 1>({64}), b = fxt::random_tensor<float, 1>({64});
+  // the fused host kernels (constants folded) compute what the free trace's reference does
+  const auto ref = fx::evaluate(ln_free, fx::reference, x, w, b);
+  const auto got = fx::evaluate(fx::partition(ln_fixed), fx::host{}, x, w, b);
+  REQUIRE(got.extents() == ref.extents());
+  for (fx::index_t i = 0; i < got.size(); ++i) REQUIRE(fxt::close_as<float>(got.values()[i], ref.values()[i]));
+
+  auto x48 = fxt::random_tensor<float, 2>({5, 48});
+  auto w48 = fxt::random_tensor<float, 1>({48}), b48 = fxt::random_tensor<float, 1>({48});
+  REQUIRE_THROWS_MATCHES(fx::evaluate(ln_fixed, fx::host{}, x48, w48, b48), fx::shape_error,
+                         Catch::Message("fusex::run: argument 0 (t0): axis 1 is fixed at 64 (a constant of the trace, "
+                                        "fusex::fixed_extents), got 48 (extents [5, 48])"));
+  CHECK_NOTHROW(fx::evaluate(ln_free, fx::host{}, x48, w48, b48));
+
+  CHECK(fx::evaluate(p_slice_fixed, fx::reference, v1(8), 3).size() == 3);
+  REQUIRE_THROWS_WITH(fx::evaluate(p_slice_fixed, fx::reference, v1(8), 4),
+                      Contains("fusex::run: argument 1 (an index) is fixed at 3") && Contains("got 4"));
+}

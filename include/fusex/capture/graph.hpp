@@ -55,6 +55,7 @@ struct arg_info {
   dtype dt = dtype::f32;
   std::int8_t rank = 0;
   std::int32_t node = -1;  // tensor / scalar: its source node
+  std::int64_t fixed = -1;  // index: the value the trace fixed (fusex::fixed_extents), -1 when free
 };
 
 // A composite op (gelu, layer_norm, ...) as recorded around the prims it

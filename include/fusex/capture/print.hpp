@@ -131,13 +131,13 @@ std::string to_string(const graph<S>& g) {
   return s + "\n";
 }
 
-template <class F>
-std::string to_string(program<F>) {
-  return to_string(program<F>::graph);
+template <class F, extent_hints E>
+std::string to_string(program<F, E>) {
+  return to_string(program<F, E>::graph);
 }
 
-template <class F>
-std::ostream& operator<<(std::ostream& os, program<F> p) {
+template <class F, extent_hints E>
+std::ostream& operator<<(std::ostream& os, program<F, E> p) {
   return os << to_string(p);
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "builder.hpp"
+#include "extents.hpp"
 #include "index.hpp"
 #include "tensor.hpp"
 
@@ -68,11 +69,30 @@ struct arg_traits<index> {
   static constexpr arg_kind kind = arg_kind::index;
 };
 
+// Axes a fixed extent may name: a tensor argument's.
 template <class A>
-constexpr A make_arg(builder& b, int pos) {
+constexpr int rank_of() {
+  if constexpr (arg_traits<A>::kind == arg_kind::tensor) return A::rank;
+  else return 0;
+}
+
+inline void fusex_error_fixed_extent_names_no_argument_axis() {
+  throw argument_error("fusex::fixed_extents: an entry names no tensor axis or index argument of the trace");
+}
+
+// The value fixed for axis `axis` of argument `pos` (-1: an index's value), or -1.
+constexpr std::int64_t fixed_value(const extent_hints& fixed, int pos, int axis) {
+  for (int i = 0; i < fixed.count; ++i)
+    if (fixed.hint[i].arg == pos && fixed.hint[i].axis == axis) return fixed.hint[i].value;
+  return -1;
+}
+
+template <class A>
+constexpr A make_arg(builder& b, int pos, const extent_hints& fixed) {
   if constexpr (std::is_same_v<A, index>) {
-    const std::int32_t e = b.push_expr({expr_kind::param, -1, -1, pos});
-    b.params.push_back({arg_kind::index, dtype::i64, 0, -1});
+    const std::int64_t v = fixed_value(fixed, pos, -1);
+    const std::int32_t e = v >= 0 ? b.constant(v) : b.push_expr({expr_kind::param, -1, -1, pos});
+    b.params.push_back({arg_kind::index, dtype::i64, 0, -1, v});
     return index(&b, e);
   } else {
     node nd;
@@ -80,7 +100,11 @@ constexpr A make_arg(builder& b, int pos) {
     nd.rank = A::rank;
     nd.slot = pos;
     nd.op = arg_traits<A>::kind == arg_kind::scalar ? op_kind::scalar_param : op_kind::input;
-    for (int i = 0; i < A::rank; ++i) nd.shape[i] = b.push_expr({expr_kind::extent, pos, i, 0});
+    // a fixed axis is a constant of the trace; check_inputs holds the argument to it
+    for (int i = 0; i < A::rank; ++i) {
+      const std::int64_t v = fixed_value(fixed, pos, i);
+      nd.shape[i] = v >= 0 ? b.constant(v) : b.push_expr({expr_kind::extent, pos, i, 0});
+    }
     const std::int32_t id = b.add(nd, nullptr, 0);
     b.params.push_back({arg_traits<A>::kind, A::dt, static_cast<std::int8_t>(A::rank), id});
     A a{};
@@ -110,32 +134,42 @@ struct result_traits<std::tuple<X...>> {
 };
 
 template <class F, class... A, std::size_t... I>
-constexpr void record_impl(builder& b, type_list<A...>, std::index_sequence<I...>) {
-  std::tuple<A...> args{make_arg<A>(b, static_cast<int>(I))...};  // braces: left-to-right
+constexpr void record_impl(builder& b, type_list<A...>, std::index_sequence<I...>, const extent_hints& fixed) {
+  for (int k = 0; k < fixed.count; ++k) {  // every fixed entry names an axis of a tensor or an index argument
+    bool found = false;
+    int pos = 0;
+    ((found = found || (pos == fixed.hint[k].arg &&
+                        (std::is_same_v<A, index> ? fixed.hint[k].axis == -1
+                                                  : fixed.hint[k].axis >= 0 && fixed.hint[k].axis < rank_of<A>())),
+      ++pos),
+     ...);
+    if (!found) fusex_error_fixed_extent_names_no_argument_axis();
+  }
+  std::tuple<A...> args{make_arg<A>(b, static_cast<int>(I), fixed)...};  // braces: left-to-right
   auto result = std::apply(F{}, args);
   result_traits<decltype(result)>::collect(b, result);
 }
 
-template <class F>
+template <class F, extent_hints Fixed>
 constexpr void record(builder& b) {
   using args = typename call_traits<F>::args;
   [&]<class... A>(type_list<A...> l) {
-    record_impl<F>(b, l, std::index_sequence_for<A...>{});
+    record_impl<F>(b, l, std::index_sequence_for<A...>{}, Fixed);
   }(args{});
 }
 
-template <class F>
+template <class F, extent_hints Fixed>
 constexpr graph_sizes measure() {
   builder b;
-  record<F>(b);
+  record<F, Fixed>(b);
   b.prune();
   return b.sizes();
 }
 
-template <class F, graph_sizes S>
+template <class F, graph_sizes S, extent_hints Fixed>
 constexpr graph<S> build() {
   builder b;
-  record<F>(b);
+  record<F, Fixed>(b);
   b.prune();
   return b.template freeze<S>();
 }
@@ -167,16 +201,18 @@ constexpr bool check_traceable() {
 }  // namespace detail
 
 // A traced program. Empty: everything lives in the type, so it can be copied
-// into any constexpr context and its graph read at compile time.
-template <class F>
+// into any constexpr context and its graph read at compile time. `Fixed`:
+// extents the trace takes as constants (fusex::fixed_extents).
+template <class F, extent_hints Fixed = extent_hints{}>
 struct program {
   static_assert(detail::check_traceable<F>());
   using function_type = F;
   using arg_types = typename detail::call_traits<F>::args;
   using result_type = std::remove_cvref_t<typename detail::call_traits<F>::result>;
+  static constexpr extent_hints fixed = Fixed;
 
-  static constexpr graph_sizes sizes = detail::measure<F>();
-  static constexpr fusex::graph<sizes> graph = detail::build<F, sizes>();
+  static constexpr graph_sizes sizes = detail::measure<F, Fixed>();
+  static constexpr fusex::graph<sizes> graph = detail::build<F, sizes, Fixed>();
 
   constexpr int num_nodes() const { return sizes.nodes; }
   constexpr int num_outputs() const { return sizes.outputs; }
@@ -185,6 +221,20 @@ struct program {
 
 template <class F>
 consteval program<F> trace(F) {
+  return {};
+}
+
+// Extents known when the program is written (hidden size, head size, head
+// counts, rotary dims): fusex::trace(f, fusex::fixed_extents<E>) makes them
+// constants of the trace, so planning counts exact bytes, kernels fold them,
+// and a run with other extents is an error naming the argument and axis.
+template <extent_hints E>
+struct fixed_extents_t {};
+template <extent_hints E>
+inline constexpr fixed_extents_t<E> fixed_extents{};
+
+template <class F, extent_hints E>
+consteval program<F, E> trace(F, fixed_extents_t<E>) {
   return {};
 }
 

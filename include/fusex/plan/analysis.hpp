@@ -101,7 +101,7 @@ constexpr bool same_domain(const graph_ref& g, int r1, int r2) {
 
 constexpr analysis analyse(const graph_ref& g, const cost_model& m, const std::vector<int>& claimant,
                            const extent_hints& hints = {}) {
-  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}, extent_values(g.exprs, g.eclass, g.nexpr, hints), {}, {}};
+  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}, extent_values(g.nodes, g.n, g.exprs, g.eclass, g.nexpr, hints), {}, {}};
   const int n = g.n;
   a.kind.resize(n);
   a.bytes.resize(n);

@@ -34,7 +34,7 @@ std::string explain(plan<P, Policy> pl) {
                   " for " + std::to_string(P::sizes.nodes) + " nodes, modelled at " +
                   (hints.count > 0 ? "hinted extents:" : "default extents:");
   // The modelled shape of each tensor argument.
-  const std::vector<double> ext = detail::planning::extent_values(g.exprs, g.eclass, P::sizes.exprs, hints);
+  const std::vector<double> ext = detail::planning::extent_values(g.nodes, P::sizes.nodes, g.exprs, g.eclass, P::sizes.exprs, hints);
   for (int p = 0; p < P::sizes.params; ++p) {
     if (g.params[p].kind != arg_kind::tensor) continue;
     const node& n = g.nodes[g.params[p].node];

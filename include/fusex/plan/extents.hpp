@@ -11,49 +11,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "../capture/extents.hpp"
 #include "../capture/graph.hpp"
-#include "../core/error.hpp"
 
 namespace fusex {
-
-// One hinted value: axis `axis` of tensor argument `arg`, or (axis -1) the
-// value of index argument `arg`. Arguments count in declaration order.
-struct extent_hint {
-  std::int32_t arg = -1;
-  std::int32_t axis = -1;
-  std::int64_t value = 0;
-};
-
-namespace detail {
-inline void fusex_error_too_many_extent_hints() { throw argument_error("fusex: more than 32 extent hints"); }
-inline void fusex_error_extent_hint_not_positive() { throw argument_error("fusex: an extent hint must be positive"); }
-}  // namespace detail
-
-// Typical extents of one trace, given once and used by every plan made from
-// it. A literal type, so it can be a template argument of the plan.
-struct extent_hints {
-  static constexpr int capacity = 32;
-  int count = 0;
-  extent_hint hint[capacity] = {};
-
-  constexpr extent_hints extent(int arg, int axis, std::int64_t v) const {
-    if (count == capacity) detail::fusex_error_too_many_extent_hints();
-    if (v <= 0) detail::fusex_error_extent_hint_not_positive();
-    extent_hints r = *this;
-    r.hint[r.count++] = {arg, axis, v};
-    return r;
-  }
-  // Every axis of tensor argument `arg` (0 leaves an axis unhinted).
-  template <std::size_t R>
-  constexpr extent_hints shape(int arg, const std::int64_t (&ext)[R]) const {
-    extent_hints r = *this;
-    for (std::size_t i = 0; i < R; ++i)
-      if (ext[i] != 0) r = r.extent(arg, static_cast<int>(i), ext[i]);
-    return r;
-  }
-  // The value of index argument `arg` (a head count, a head size, ...).
-  constexpr extent_hints value(int arg, std::int64_t v) const { return extent(arg, -1, v); }
-};
 
 template <extent_hints H>
 struct hints_t {
@@ -93,8 +54,8 @@ constexpr double round_extent(double x) {
 // then hints, then index arguments, then the per-argument default for tensor
 // extents in argument order, then derived expressions from their operands.
 // `eclass[e]` is e's class representative.
-constexpr std::vector<double> extent_values(const expr* exprs, const std::int32_t* eclass, int nexpr,
-                                            const extent_hints& h) {
+constexpr std::vector<double> extent_values(const node* nodes, int nnodes, const expr* exprs,
+                                            const std::int32_t* eclass, int nexpr, const extent_hints& h) {
   std::vector<double> cls(static_cast<std::size_t>(nexpr), -1.0);
   for (int e = 0; e < nexpr; ++e)
     if (exprs[e].kind == expr_kind::constant) cls[eclass[e]] = static_cast<double>(exprs[e].value);
@@ -109,25 +70,29 @@ constexpr std::vector<double> extent_values(const expr* exprs, const std::int32_
   // that equals a tensor's extent then sizes that tensor, not the reverse.
   for (int e = 0; e < nexpr; ++e)
     if (exprs[e].kind == expr_kind::param && cls[eclass[e]] < 0) cls[eclass[e]] = default_index_value;
+  // tensor arguments in declaration order, over their whole shapes (an axis
+  // fixed by a constant counts as known)
   int max_arg = -1;
-  for (int e = 0; e < nexpr; ++e)
-    if (exprs[e].kind == expr_kind::extent && exprs[e].a > max_arg) max_arg = exprs[e].a;
+  for (int v = 0; v < nnodes; ++v)
+    if (nodes[v].op == op_kind::input && nodes[v].slot > max_arg) max_arg = nodes[v].slot;
   for (int arg = 0; arg <= max_arg; ++arg) {
     double known = 1;
     int unknown = 0;
     std::vector<int> open;
-    for (int e = 0; e < nexpr; ++e) {
-      if (exprs[e].kind != expr_kind::extent || exprs[e].a != arg) continue;
-      const int c = eclass[e];
-      if (cls[c] >= 0) {
-        known *= cls[c] > 1 ? cls[c] : 1;
-        continue;
-      }
-      bool have = false;
-      for (int o : open) have = have || o == c;
-      if (!have) {
-        open.push_back(c);
-        ++unknown;
+    for (int v = 0; v < nnodes; ++v) {
+      if (nodes[v].op != op_kind::input || nodes[v].slot != arg) continue;
+      for (int i = 0; i < nodes[v].rank; ++i) {
+        const int c = eclass[nodes[v].shape[i]];
+        if (cls[c] >= 0) {
+          known *= cls[c] > 1 ? cls[c] : 1;
+          continue;
+        }
+        bool have = false;
+        for (int o : open) have = have || o == c;
+        if (!have) {
+          open.push_back(c);
+          ++unknown;
+        }
       }
     }
     if (unknown == 0) continue;

@@ -509,6 +509,25 @@ shape_env<S> check_inputs(const graph<S>& g, const bound_arg* args) {
     if (args[p].kind == arg_kind::tensor)
       detail::check_view(args[p], "fusex::run: argument " + std::to_string(p) + " (t" +
                                       std::to_string(g.params[p].node) + ")");
+  // Extents the trace fixed (fusex::fixed_extents) are constants of the
+  // program: the arguments must have them.
+  for (int p = 0; p < S.params; ++p) {
+    const arg_info& a = g.params[p];
+    if (a.kind == arg_kind::index && a.fixed >= 0 && args[p].ivalue != a.fixed)
+      throw shape_error("fusex::run: argument " + std::to_string(p) + " (an index) is fixed at " +
+                        std::to_string(a.fixed) + " (a constant of the trace, fusex::fixed_extents), got " +
+                        std::to_string(args[p].ivalue));
+    if (a.kind != arg_kind::tensor || a.node < 0) continue;
+    const node& n = g.nodes[a.node];
+    for (int i = 0; i < n.rank && i < args[p].rank; ++i) {
+      const expr& e = g.exprs[n.shape[i]];
+      if (e.kind == expr_kind::constant && args[p].ext[i] != e.value)
+        throw shape_error("fusex::run: argument " + std::to_string(p) + " (t" + std::to_string(a.node) + "): axis " +
+                          std::to_string(i) + " is fixed at " + std::to_string(e.value) +
+                          " (a constant of the trace, fusex::fixed_extents), got " + std::to_string(args[p].ext[i]) +
+                          " (extents " + detail::dims_string(args[p].ext, args[p].rank) + ")");
+    }
+  }
   shape_env<S> env(g, args);
   // An argument declared with another value's extents (a cotangent, a saved
   // value of a backward program) must have them.
