@@ -36,15 +36,20 @@ struct plan_choice {
   // The first candidate with the same partition as candidate I.
   template <int I>
   static constexpr int canonical() {
-    using PI = decltype(candidate<I>());
-    int r = I;
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((r = r == I && static_cast<int>(J) < I && same_partition<decltype(candidate<static_cast<int>(J)>()), PI>() ? static_cast<int>(J) : r), ...);
-    }(std::make_index_sequence<sizeof...(Plans)>{});
-    return r;
+    return first_same<I>(std::make_index_sequence<sizeof...(Plans)>{});
   }
 
  private:
+  template <int I, std::size_t... J>
+  static constexpr int first_same(std::index_sequence<J...>) {
+    using PI = decltype(candidate<I>());
+    int r = I;
+    ((r = r == I && static_cast<int>(J) < I && same_partition<decltype(candidate<static_cast<int>(J)>()), PI>()
+              ? static_cast<int>(J)
+              : r),
+     ...);
+    return r;
+  }
   template <class A, class B>
   static constexpr bool same_partition() {
     if (A::data.ngroups != B::data.ngroups) return false;
@@ -72,20 +77,39 @@ double modelled_cost(plan<P, Policy> pl, const inputs_t<A...>& in) {
 }
 
 namespace detail {
-template <class C, class... A, std::size_t... I>
-int choose(C, const inputs_t<A...>& in, std::index_sequence<I...>) {
-  int best = -1;
-  double best_cost = 0;
-  ((best = [&] {
-     const double c = modelled_cost(C::template candidate<static_cast<int>(I)>(), in);
-     if (best < 0 || c < best_cost) {
-       best_cost = c;
-       return static_cast<int>(I);
-     }
-     return best;
-   }()),
-   ...);
-  return best;
+// (function templates per index, not lambdas inside pack expansions: nvcc's
+// front end cannot expand a pack through a nested lambda)
+template <class C, class In>
+void choose_from(const In&, int&, double&, std::index_sequence<>) {}
+template <class C, class In, std::size_t I, std::size_t... Rest>
+void choose_from(const In& in, int& best, double& best_cost, std::index_sequence<I, Rest...>) {
+  const double c = modelled_cost(C::template candidate<static_cast<int>(I)>(), in);
+  if (best < 0 || c < best_cost) {
+    best = static_cast<int>(I);
+    best_cost = c;
+  }
+  choose_from<C>(in, best, best_cost, std::index_sequence<Rest...>{});
+}
+
+template <class C, class In>
+void explain_candidates(const In&, int, std::string&, std::index_sequence<>) {}
+template <class C, class In, std::size_t I, std::size_t... Rest>
+void explain_candidates(const In& in, int pick, std::string& s, std::index_sequence<I, Rest...>) {
+  constexpr auto p = C::template candidate<static_cast<int>(I)>();
+  constexpr int canon = C::template canonical<static_cast<int>(I)>();
+  const traffic t = modelled_traffic(p, in);
+  s += std::string(static_cast<int>(I) == pick ? "* " : "  ") + "candidate " + std::to_string(I) + ": " +
+       std::to_string(t.launches) + (t.launches == 1 ? " kernel, " : " kernels, ") + format_bytes(t.bytes) +
+       " at these extents, cost " + format_bytes(t.bytes + t.launches * p.data.launch_bytes) +
+       (canon != static_cast<int>(I) ? " (same plan as candidate " + std::to_string(canon) + ")" : "") + "\n";
+  explain_candidates<C>(in, pick, s, std::index_sequence<Rest...>{});
+}
+
+template <class C, std::size_t... I>
+constexpr int canonical_of(int pick, std::index_sequence<I...>) {
+  int canon = pick;
+  ((canon = static_cast<int>(I) == pick ? C::template canonical<static_cast<int>(I)>() : canon), ...);
+  return canon;
 }
 
 template <class C, class Exec, class In, class Out>
@@ -105,19 +129,18 @@ void run_candidate(int pick, Exec exec, const In& in, const Out& out, std::index
 // The candidate fx::run uses for these arguments: the cheapest under the
 // cost model at their extents, the first on a tie.
 template <class... Plans, class... A>
-int choose(plan_choice<Plans...> c, const inputs_t<A...>& in) {
-  return detail::choose(c, in, std::index_sequence_for<Plans...>{});
+int choose(plan_choice<Plans...>, const inputs_t<A...>& in) {
+  int best = -1;
+  double best_cost = 0;
+  detail::choose_from<plan_choice<Plans...>>(in, best, best_cost, std::index_sequence_for<Plans...>{});
+  return best;
 }
 
 template <class... Plans, class Exec, class... A, class... O>
 void run(plan_choice<Plans...> c, Exec exec, const inputs_t<A...>& in, const outputs_t<O...>& out) {
   using C = plan_choice<Plans...>;
-  const int pick = choose(c, in);
   // a duplicate runs its canonical twin, instantiated once
-  int canon = pick;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((canon = static_cast<int>(I) == pick ? C::template canonical<static_cast<int>(I)>() : canon), ...);
-  }(std::index_sequence_for<Plans...>{});
+  const int canon = detail::canonical_of<C>(choose(c, in), std::index_sequence_for<Plans...>{});
   detail::run_candidate<C>(canon, exec, in, out, std::index_sequence_for<Plans...>{});
 }
 
@@ -133,19 +156,7 @@ std::string explain(plan_choice<Plans...> c, const inputs_t<A...>& in) {
   using C = plan_choice<Plans...>;
   const int pick = choose(c, in);
   std::string s = "# fusex plan choice: " + std::to_string(C::size) + " candidates compiled ahead\n";
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((s += [&] {
-       constexpr auto p = C::template candidate<static_cast<int>(I)>();
-       const traffic t = modelled_traffic(p, in);
-       constexpr int canon = C::template canonical<static_cast<int>(I)>();
-       return std::string(static_cast<int>(I) == pick ? "* " : "  ") + "candidate " + std::to_string(I) + ": " +
-              std::to_string(t.launches) + (t.launches == 1 ? " kernel, " : " kernels, ") +
-              detail::format_bytes(t.bytes) + " at these extents, cost " +
-              detail::format_bytes(t.bytes + t.launches * p.data.launch_bytes) +
-              (canon != static_cast<int>(I) ? " (same plan as candidate " + std::to_string(canon) + ")" : "") + "\n";
-     }()),
-     ...);
-  }(std::index_sequence_for<Plans...>{});
+  detail::explain_candidates<C>(in, pick, s, std::index_sequence_for<Plans...>{});
   s += "picked candidate " + std::to_string(pick) +
        ": the least modelled cost (bytes + launches x launch cost) at these extents\n";
   return s;
