@@ -92,6 +92,26 @@ struct rope_shape {
   int C() const { return (n_head + 2 * groups) * hs; }
 };
 
+// Random arguments of parallel_residual_backward at shape s, in order.
+auto residual_args(const seed::residual_shape& s) {
+  const int N = static_cast<int>(s.B * s.T), C = static_cast<int>(s.C), I = static_cast<int>(s.I);
+  const int B = static_cast<int>(s.B), T = static_cast<int>(s.T), nh = static_cast<int>(s.n_head),
+            g = static_cast<int>(s.groups), hs = static_cast<int>(s.hs), ne = static_cast<int>(s.n_elem);
+  return std::tuple{random_tensor<fx::bf16, 2>({N, C}),           random_tensor<fx::bf16, 2>({N, I}),
+                    random_tensor<fx::bf16, 2>({C, I}),           random_tensor<fx::bf16, 2>({I, C}),
+                    random_tensor<fx::bf16, 4>({B, nh, T, hs}),   random_tensor<fx::bf16, 4>({B, g, T, hs}),
+                    random_tensor<fx::bf16, 4>({B, g, T, hs}),    random_tensor<fx::bf16, 2>({T, ne}),
+                    random_tensor<fx::bf16, 2>({T, ne}),          random_tensor<fx::bf16, 2>({(nh + 2 * g) * hs, C}),
+                    nh, g, hs, ne};
+}
+template <class Args>
+auto inputs_of(const Args& args) {
+  return std::apply([](const auto&... a) { return fx::inputs(a...); }, args);
+}
+// The small shape the policy checks run at (bf16 rounding through the
+// matmuls stays within the dtype's tolerance).
+constexpr seed::residual_shape small_residual{2, 4, 32, 64, 4, 2, 8, 6};
+
 }  // namespace
 
 TEST_CASE("seed: dGeLU, 1 kernel at minimum bytes, every policy matches the reference", "[seed]") {
@@ -129,16 +149,8 @@ TEST_CASE("seed: hinted extents model the real bytes", "[seed][planner]") {
   constexpr seed::residual_shape s = seed::seed_case_shape;
   constexpr auto plan = fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{},
                                       fx::hints<seed::residual_hints(s)>);
-  const int N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
-  auto dy = random_tensor<fx::bf16, 2>({N, s.C}), fc = random_tensor<fx::bf16, 2>({N, s.I});
-  auto w_proj = random_tensor<fx::bf16, 2>({s.C, s.I}), w_fc = random_tensor<fx::bf16, 2>({s.I, s.C});
-  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
-  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
-  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
-  auto w_attn = random_tensor<fx::bf16, 2>({Cqkv, s.C});
-  const fx::traffic t = fx::modelled_traffic(
-      plan, fx::inputs(dy, fc, w_proj, w_fc, dq, dk, dv, cos, sin, w_attn, static_cast<int>(s.n_head),
-                       static_cast<int>(s.groups), static_cast<int>(s.hs), static_cast<int>(s.n_elem)));
+  const auto args = residual_args(s);
+  const fx::traffic t = fx::modelled_traffic(plan, inputs_of(args));
   CHECK(t.bytes == plan.bytes());
   CHECK(t.min_bytes == plan.min_bytes());
   CHECK(t.launches == plan.kernels());
@@ -156,16 +168,8 @@ TEST_CASE("seed: a choice among plans compiled ahead picks the cheapest at the a
   static_assert(plans.candidate<1>().kernels() == 6);  // candidates keep their compile-time properties
   // The fused plans at both shapes partition alike: one instantiation.
   static_assert(plans.canonical<2>() == 1 && plans.canonical<1>() == 1 && plans.canonical<0>() == 0);
-  const int N = s.B * s.T, Cqkv = (s.n_head + 2 * s.groups) * s.hs;
-  auto dy = random_tensor<fx::bf16, 2>({N, s.C}), fc = random_tensor<fx::bf16, 2>({N, s.I});
-  auto w_proj = random_tensor<fx::bf16, 2>({s.C, s.I}), w_fc = random_tensor<fx::bf16, 2>({s.I, s.C});
-  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
-  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
-  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
-  auto w_attn = random_tensor<fx::bf16, 2>({Cqkv, s.C});
-  const int nh = static_cast<int>(s.n_head), g = static_cast<int>(s.groups), hs = static_cast<int>(s.hs),
-            ne = static_cast<int>(s.n_elem);
-  const auto in = fx::inputs(dy, fc, w_proj, w_fc, dq, dk, dv, cos, sin, w_attn, nh, g, hs, ne);
+  const auto args = residual_args(s);
+  const auto in = inputs_of(args);
   // the greedy claim costs more here, so the first fused candidate runs
   const double c0 = fx::modelled_cost(plans.candidate<0>(), in), c1 = fx::modelled_cost(plans.candidate<1>(), in);
   CHECK(c1 < c0);
@@ -173,33 +177,18 @@ TEST_CASE("seed: a choice among plans compiled ahead picks the cheapest at the a
   const std::string why = fx::explain(plans, in);
   CHECK(why.find("picked candidate 1") != std::string::npos);
   CHECK(why.find("(same plan as candidate 1)") != std::string::npos);
-  // and the candidate it runs computes what the reference computes (at
-  // small extents, where bf16 rounding through the matmuls stays within
-  // the dtype's tolerance)
-  const rope_shape t{2, 4, 4, 2, 8, 6};
-  const int n = t.B * t.T, c = 32, i = 64;
-  auto dy2 = random_tensor<fx::bf16, 2>({n, c}), fc2 = random_tensor<fx::bf16, 2>({n, i});
-  auto w_proj2 = random_tensor<fx::bf16, 2>({c, i}), w_fc2 = random_tensor<fx::bf16, 2>({i, c});
-  auto dq2 = random_tensor<fx::bf16, 4>({t.B, t.n_head, t.T, t.hs});
-  auto dk2 = random_tensor<fx::bf16, 4>({t.B, t.groups, t.T, t.hs}), dv2 = random_tensor<fx::bf16, 4>({t.B, t.groups, t.T, t.hs});
-  auto cos2 = random_tensor<fx::bf16, 2>({t.T, t.n_elem}), sin2 = random_tensor<fx::bf16, 2>({t.T, t.n_elem});
-  auto w_attn2 = random_tensor<fx::bf16, 2>({t.C(), c});
-  const auto ref = fx::evaluate(seed::parallel_residual_backward, fx::reference, dy2, fc2, w_proj2, w_fc2, dq2, dk2, dv2,
-                                cos2, sin2, w_attn2, t.n_head, t.groups, t.hs, t.n_elem);
-  const auto got = fx::evaluate(plans, fx::host{}, dy2, fc2, w_proj2, w_fc2, dq2, dk2, dv2, cos2, sin2, w_attn2, t.n_head,
-                                t.groups, t.hs, t.n_elem);
+  // and the candidate it runs computes what the reference computes
+  const auto small = residual_args(small_residual);
+  const auto ref = std::apply(
+      [](const auto&... a) { return fx::evaluate(seed::parallel_residual_backward, fx::reference, a...); }, small);
+  const auto got = std::apply([&](const auto&... a) { return fx::evaluate(plans, fx::host{}, a...); }, small);
   require_close(got, ref, "plan choice");
 }
 
 TEST_CASE("seed: parallel-residual backward with a claimed cat", "[seed]") {
-  const rope_shape s{2, 4, 4, 2, 8, 6};
-  const int N = s.B * s.T, C = 32, I = 64;
-  auto dy = random_tensor<fx::bf16, 2>({N, C}), fc = random_tensor<fx::bf16, 2>({N, I});
-  auto w_proj = random_tensor<fx::bf16, 2>({C, I}), w_fc = random_tensor<fx::bf16, 2>({I, C});
-  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
-  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
-  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
-  auto w_attn = random_tensor<fx::bf16, 2>({s.C(), C});
-  check_policies<seed::cat_executor>(seed::parallel_residual_backward, "parallel_residual", dy, fc, w_proj, w_fc, dq, dk,
-                                     dv, cos, sin, w_attn, s.n_head, s.groups, s.hs, s.n_elem);
+  std::apply(
+      [](const auto&... a) {
+        check_policies<seed::cat_executor>(seed::parallel_residual_backward, "parallel_residual", a...);
+      },
+      residual_args(small_residual));
 }
