@@ -87,6 +87,25 @@ constexpr bool default_plan_wins() {
 static_assert(default_plan_wins<seed::pythia_6_9b>(), "Pythia-6.9b shapes");
 static_assert(default_plan_wins<seed::seed_case_shape>(), "seed_cases shapes");
 
+// A claimant without can_fuse: its claims stay its own, each run by its kernel.
+struct cat_kernel_only {
+  static constexpr const char* name = "cat-kernel";
+  static constexpr bool claims(const fx::node& n) { return n.op == fx::op_kind::cat; }
+  static inline int calls = 0;
+  static void run_host(const fx::claimed_call& c) {
+    ++calls;
+    seed::cat_executor::run_host(c);
+  }
+};
+constexpr auto rope_bwd_cat_kernel = fx::partition(seed::rope_backward, fx::policy::fused<cat_kernel_only>{});
+template <class Plan>
+constexpr int claimed_singletons(Plan p) {
+  int n = 0;
+  for (int i = 0; i < p.groups(); ++i) n += p.group(i).kind == fx::group_kind::claimed && p.group(i).nmembers == 1;
+  return n;
+}
+static_assert(claimed_singletons(rope_bwd_cat_kernel) == 3, "the RoPE backward's three cats, each its own claimed group");
+
 struct rope_shape {
   int B, T, n_head, groups, hs, n_elem;
   int C() const { return (n_head + 2 * groups) * hs; }
@@ -135,6 +154,18 @@ TEST_CASE("seed: RoPE backward to dqkv", "[seed]") {
   auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
   auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
   check_policies(seed::rope_backward, "rope_backward", dq, dk, dv, cos, sin, s.n_head, s.groups, s.hs, s.n_elem);
+}
+
+TEST_CASE("seed: a claimant without can_fuse runs each of its claims", "[seed]") {
+  const rope_shape s{2, 5, 8, 2, 16, 8};
+  auto dq = random_tensor<fx::bf16, 4>({s.B, s.n_head, s.T, s.hs});
+  auto dk = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs}), dv = random_tensor<fx::bf16, 4>({s.B, s.groups, s.T, s.hs});
+  auto cos = random_tensor<fx::bf16, 2>({s.T, s.n_elem}), sin = random_tensor<fx::bf16, 2>({s.T, s.n_elem});
+  const auto ref = fx::evaluate(seed::rope_backward, fx::reference, dq, dk, dv, cos, sin, s.n_head, s.groups, s.hs, s.n_elem);
+  cat_kernel_only::calls = 0;
+  const auto got = fx::evaluate(rope_bwd_cat_kernel, fx::host{}, dq, dk, dv, cos, sin, s.n_head, s.groups, s.hs, s.n_elem);
+  CHECK(cat_kernel_only::calls == 3);
+  require_close(got, ref, "rope backward, cats on the claimant's kernel");
 }
 
 TEST_CASE("seed: LayerNorm forward", "[seed]") {

@@ -37,11 +37,10 @@ constexpr const char* name(group_kind k) {
 //   static constexpr bool can_fuse(const fusex::node&);   // what a greedy claim may grow over
 // plus run functions for the executors it supports (see exec/).
 namespace policy {
-// Global, cost-based partition. A claimed elementwise op or remap heads a
-// region its claimant runs: the region takes the ops around it that the
-// claimant can fuse where that lowers the cost; other claimed ops (and
-// everything under a claimant without can_fuse beyond its own ops) take
-// only themselves.
+// Global, cost-based partition. A claimed elementwise op or remap of a
+// claimant with can_fuse heads a region: the region takes the ops around it
+// that the claimant can fuse where that lowers the cost. Other claimed ops
+// (all of a claimant without can_fuse) take only themselves.
 template <class... Claimants>
 struct fused {};
 // Baseline: each claim grows over every op it can fuse that dataflow reaches
@@ -102,11 +101,19 @@ struct claimant_list {
     return r;
   }
   // Under the fused policy a claimant's region holds what its can_fuse
-  // accepts; a claimant without can_fuse keeps its claims to themselves.
+  // accepts (a claimant without can_fuse heads no region: its claims are
+  // opaque, each run by its own kernel).
   template <class X>
   static constexpr bool region_can_hold(const node& n) {
     if constexpr (requires { X::can_fuse(n); }) return X::claims(n) || X::can_fuse(n);
-    else return X::claims(n);
+    else return false;
+  }
+  // Does claimant `claimant` say what it can fuse (so its claims can head regions)?
+  static constexpr bool has_can_fuse(int claimant) {
+    bool r = false;
+    int i = 0;
+    ((r = r || (i == claimant && requires(const node& n) { C::can_fuse(n); }), ++i), ...);
+    return r;
   }
   static constexpr std::uint32_t fusable_mask(const node& n) {
     std::uint32_t m = 0;
@@ -148,9 +155,10 @@ struct policy_traits<policy::hinted<Policy, H>> : policy_traits<Policy> {
   static constexpr extent_hints hints = H;
 };
 
-// Which executor claims each node under a policy, as the planner sees it. In
-// the fused policy and the greedy-claim baseline a claimed elementwise op or
-// remap heads a region (so it is not opaque); other claimed ops stay opaque.
+// Which executor claims each node under a policy, as the planner sees it. A
+// claimed elementwise op or remap heads a region (so it is not opaque) in
+// the greedy-claim baseline, and in the fused policy when its claimant has
+// can_fuse; other claimed ops stay opaque, run by the claimant's kernel.
 template <graph_sizes S, class Policy>
 constexpr std::vector<int> opaque_claims(const graph<S>& gr) {
   using traits = policy_traits<Policy>;
@@ -159,7 +167,9 @@ constexpr std::vector<int> opaque_claims(const graph<S>& gr) {
     const op_category c = category(gr.nodes[v].op);
     if (c == op_category::source) continue;
     const int who = traits::claimants::claimant_of(gr.nodes[v]);
-    if (traits::mode != 2 && (c == op_category::elementwise || c == op_category::remap)) continue;
+    const bool pointwise = c == op_category::elementwise || c == op_category::remap;
+    if (pointwise && who >= 0 && (traits::mode == 1 || (traits::mode == 0 && traits::claimants::has_can_fuse(who))))
+      continue;
     claimant[v] = who;
   }
   return claimant;
