@@ -3,11 +3,12 @@
 // local, so the planner can check them incrementally and tests can check them
 // on any plan.
 //
-//  - An opaque node (matmul, claimed op that is not elementwise or a remap)
-//    forms a group alone.
-//  - A group holding an elementwise or remap op claimed by a user executor is
-//    that executor's region: it holds no other executor's claims and only
-//    ops that executor can fuse.
+//  - An opaque node (matmul, or an op claimed by a user executor, unless it
+//    is elementwise or a remap and the executor has can_fuse) forms a group
+//    alone.
+//  - A group holding an elementwise op or remap claimed by an executor with
+//    can_fuse is that executor's region: it holds no other executor's claims
+//    and only ops that executor can fuse.
 //  - A pointwise group holds elementwise ops and index remaps only. Each of
 //    its outputs is computed gather-style, so any such set can fuse.
 //  - A row-reduction group holds reductions over the innermost axis of one
