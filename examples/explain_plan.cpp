@@ -2,7 +2,8 @@
 // parallel-residual backward with a claimed cat under the fused and the
 // greedy-claim policies, planned at Pythia-6.9b's shapes and at those of
 // examples/seed_cases (extent hints: their bytes are the real bytes at those
-// shapes), and checks the plans' properties at compile time.
+// shapes), checks the plans' properties at compile time, and shows the
+// candidates the planner keeps and which one runs at each shape.
 #include <iostream>
 
 #include "seed/seed_programs.hpp"
@@ -43,15 +44,17 @@ int main() {
   std::cout << seed::dgelu << "\n" << fx::explain(dgelu_plan) << "\n";
   residual_plans<seed::pythia_6_9b>("Pythia-6.9b shapes (B 1, T 2048)");
   residual_plans<seed::seed_case_shape>("the seed_cases shapes (B 2, T 64)");
-  // Plans compiled ahead, one picked at run time for the arguments' extents.
-  constexpr auto plans = fx::choice(
-      fx::partition(seed::parallel_residual_backward, fx::policy::greedy_claim<seed::cat_executor>{},
-                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>),
-      fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{},
-                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>),
-      fx::partition(seed::parallel_residual_backward, fx::policy::unfused<seed::cat_executor>{},
-                    fx::hints<seed::residual_hints(seed::pythia_6_9b)>));
-  std::cout << "## a choice among three plans, for arguments at Pythia-6.9b shapes\n"
-            << fx::explain(plans, residual_views<seed::pythia_6_9b>());
+  // The plans the planner keeps for Pythia-6.9b's hints, compiled ahead; at
+  // run time the cheapest for the arguments' extents on the executor runs.
+  constexpr auto pythia = fx::hints<seed::residual_hints(seed::pythia_6_9b)>;
+  constexpr auto plans = fx::candidates(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, pythia);
+  static_assert(plans.candidate<0>().cost() ==
+                fx::partition(seed::parallel_residual_backward, fx::policy::fused<seed::cat_executor>{}, pythia).cost());
+  std::cout << "## the candidates kept for Pythia-6.9b's hints, for arguments at Pythia-6.9b shapes, on the host\n"
+            << fx::explain(plans, fx::host{}, residual_views<seed::pythia_6_9b>())
+            << "\n## the same for arguments at the seed_cases shapes, on the host\n"
+            << fx::explain(plans, fx::host{}, residual_views<seed::seed_case_shape>())
+            << "\n## the same at the seed_cases shapes, at the cost model's launch cost\n"
+            << fx::explain(plans, residual_views<seed::seed_case_shape>());
   return 0;
 }

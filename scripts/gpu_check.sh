@@ -8,8 +8,10 @@
 #      device-to-device copy of its minimum bytes in the same run;
 #   5. writes each fused kernel's time as a percentage of that copy, as
 #      markdown and JSON (tools/gpu_report.py), into OUT_DIR;
-#   6. builds and runs the block demos with their CUDA step (examples/*_cuda);
-#   7. where torch is installed, the PyTorch extension's ops on CUDA tensors.
+#   6. measures the CUDA launch cost that plan/launch_cost.hpp records
+#      (launch_cost.json);
+#   7. builds and runs the block demos with their CUDA step (examples/*_cuda);
+#   8. where torch is installed, the PyTorch extension's ops on CUDA tensors.
 #
 #   bash scripts/gpu_check.sh OUT_DIR
 #
@@ -52,7 +54,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
   "${prefix[@]}"
 step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams \
-  bench_seed_cuda bench_grad_cuda bench_rope_cuda
+  bench_seed_cuda bench_grad_cuda bench_rope_cuda bench_launch_cuda
 step tests ctest --test-dir "$build" -L gpu --output-on-failure
 
 sanitize() {  # sanitize TOOL TEST [FILTER]
@@ -79,6 +81,9 @@ step bench_rope timeout 300 "$build/bench/bench_rope_cuda" --device=cuda --t-cap
 step rope_report python3 scripts/rope_report.py --out "$out/rope" "$out/bench_rope.json"
 step report python3 tools/gpu_report.py --out "$out" "$out/bench_seed.json" "$out/bench_grad.json"
 [ -f "$out/report.md" ] && cat "$out/report.md"
+# What a launch costs here: copy launch_us, stream_GBps into plan/launch_cost.hpp.
+step launch_cost "$build/bench/bench_launch_cuda" --benchmark_out="$out/launch_cost.json" --benchmark_out_format=json
+grep -h "launch_cost" "$out/launch_cost.log" 2>/dev/null
 
 # Last, as the slowest to build: the block demos on the GPU (a training
 # step of a pythia-70m-sized and a LLaMA GQA block, timed, checked against

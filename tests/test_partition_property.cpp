@@ -6,7 +6,10 @@
 //    independent exhaustive search;
 //  - the fused plan is never worse than the greedy or unfused plans, nor,
 //    where claims head regions, than the greedy-claim plan;
-//  - graphs are planned at default and at random hinted extents.
+//  - graphs are planned at default and at random hinted extents;
+//  - of the candidates the planner keeps (fx::candidates), the one picked at
+//    random actual extents and launch costs is never worse than the
+//    greedy-claim or unfused plan there, nor than any candidate it dropped.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -113,6 +116,16 @@ fx::extent_hints random_hints(const runtime_graph& rg, fxt::rng64& r) {
   return h;
 }
 
+// Every tensor extent at a random value: the extents of one run.
+fx::extent_hints random_run(const runtime_graph& rg, fxt::rng64& r) {
+  fx::extent_hints h;
+  constexpr std::int64_t values[] = {1, 2, 7, 64, 333, 1000, 5000};
+  for (const fx::expr& e : rg.b.exprs)
+    if (e.kind == fx::expr_kind::extent && h.count < fx::extent_hints::capacity)
+      h = h.extent(e.a, e.b, values[r.below(7)]);
+  return h;
+}
+
 // A claimant of every cat that can fuse a random set of op kinds around it:
 // the fused policy's regions (plan.hpp's planning_analysis, by hand).
 void add_region_claims(pl::analysis& a, fxt::rng64& r) {
@@ -185,4 +198,90 @@ TEST_CASE("planner properties over random DAGs", "[property][planner]") {
   WARN("planner property: 600 graphs; " << exact_checked << " compared with exhaustive search (" << small
                                          << " of up to 12 nodes or 10 compute nodes); " << with_regions
                                          << " with claimed regions");
+}
+
+// fx::candidates by hand at run time: each variant planned under its own
+// cost model, the undominated ones kept (candidates.hpp), then picked at the
+// extents of a run with an executor's launch cost, as fx::run does.
+TEST_CASE("candidate plans: the run-time pick is never worse than the baselines", "[property][planner]") {
+  int graphs = 0, runs = 0, several = 0, switched = 0;
+  int kept_count[pl::num_candidate_variants] = {};
+  int picked[pl::num_candidate_variants] = {};
+  for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
+    fxt::gen_options opt;
+    opt.max_ops = seed % 3 != 0 ? 8 : 24;
+    auto rg = make(seed + 5000, opt);
+    fxt::rng64 r{seed * 104729};
+    std::vector<int> claims(rg.b.nodes.size(), -1);
+    if (seed % 5 == 0)
+      for (std::size_t v = 0; v < rg.b.nodes.size(); ++v)
+        if (rg.b.nodes[v].op == fx::op_kind::cat) claims[v] = 0;
+    const fx::extent_hints hints = seed % 2 == 0 ? random_hints(rg, r) : fx::extent_hints{};
+    pl::analysis base = pl::analyse(rg.ref(), fx::cost_model{}, claims, hints);
+    if (seed % 5 == 1 || seed % 5 == 2) add_region_claims(base, r);
+    auto with_regions = [&](pl::analysis a) {
+      a.region_claim = base.region_claim;
+      a.fusable = base.fusable;
+      return a;
+    };
+    INFO("seed " << seed + 5000 << ", " << base.compute.size() << " compute nodes, "
+                 << (base.has_regions() ? "regions" : "no regions"));
+    ++graphs;
+
+    std::vector<pl::partition> variant;
+    std::vector<const std::int32_t*> group_of;
+    std::vector<int> ngroups;
+    for (const pl::candidate_variant& cv : pl::candidate_variants) {
+      const pl::analysis a = with_regions(pl::analyse(rg.ref(), pl::variant_model(fx::cost_model{}, cv), claims, hints));
+      variant.push_back(pl::fused_partition(a, cv.greedy_claim, 256, 1));
+      REQUIRE(plan_ok(a, variant.back().group_of, variant.back().ngroups));
+    }
+    for (const pl::partition& p : variant) {
+      group_of.push_back(p.group_of.data());
+      ngroups.push_back(p.ngroups);
+    }
+    const std::vector<char> keep = pl::undominated(group_of, ngroups, rg.ref().n);
+    REQUIRE(keep[0] + keep[1] + keep[2] + keep[3] + keep[4] + keep[5] >= 1);
+    const int kept = std::count(keep.begin(), keep.end(), 1);
+    several += kept > 1;
+    for (int k = 0; k < pl::num_candidate_variants; ++k) kept_count[k] += keep[k];
+    const pl::partition unf = pl::unfused(base);
+    const int greedy_claim = pl::num_candidate_variants - 1;
+
+    int first_pick = -1;
+    for (int run = 0; run < 8; ++run) {
+      const fx::extent_hints actual = random_run(rg, r);
+      const double launch = run % 2 == 0 ? fx::launch_costs::host.bytes() : fx::cost_model{}.launch_bytes;
+      const pl::analysis a = with_regions(pl::analyse(rg.ref(), fx::cost_model{launch}, claims, actual));
+      int pick = -1;
+      double best = 0;
+      for (int k = 0; k < pl::num_candidate_variants; ++k) {
+        if (!keep[k]) continue;
+        const double c = oracle_cost(a, variant[k].group_of);
+        if (pick < 0 || c < best) {
+          pick = k;
+          best = c;
+        }
+      }
+      ++runs;
+      ++picked[pick];
+      if (first_pick < 0) first_pick = pick;
+      switched += pick != first_pick;
+      REQUIRE(best <= oracle_cost(a, unf.group_of));
+      REQUIRE(best <= oracle_cost(a, variant[greedy_claim].group_of));
+      for (int k = 0; k < pl::num_candidate_variants; ++k) {  // a dropped variant costs no less anywhere
+        INFO("variant " << k << " (" << pl::candidate_variants[k].why << ")");
+        REQUIRE(best <= oracle_cost(a, variant[k].group_of));
+      }
+    }
+  }
+  CHECK(several >= 50);
+  CHECK(switched > 0);            // some graphs' best plan depends on the run
+  CHECK(picked[0] < runs);        // and the other candidates are picked
+  WARN("candidate plans: " << graphs << " graphs, " << runs << " runs at random extents; " << several
+                           << " graphs kept more than one candidate; the pick changed with the run " << switched
+                           << " times; kept " << kept_count[0] << "/" << kept_count[1] << "/" << kept_count[2] << "/"
+                           << kept_count[3] << "/" << kept_count[4] << "/" << kept_count[5] << ", picked " << picked[0]
+                           << "/" << picked[1] << "/" << picked[2] << "/" << picked[3] << "/" << picked[4] << "/"
+                           << picked[5]);
 }

@@ -30,6 +30,7 @@
 #include "plan/plan.hpp"
 #include "plan/explain.hpp"
 #include "plan/choice.hpp"
+#include "plan/candidates.hpp"
 #include "exec/host.hpp"
 
 // The CUDA executor needs nvcc; include it in .cu translation units.

@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "../plan/launch_cost.hpp"
 #include "host_blas.hpp"
 #include "runner.hpp"
 
@@ -26,6 +27,8 @@ namespace fusex {
 
 struct host {
   int threads = 0;  // 0: OpenMP's default
+  // what a group launch costs here (measured at OpenMP's default threads)
+  static constexpr launch_cost launch = launch_costs::host;
 };
 
 namespace detail::exec {

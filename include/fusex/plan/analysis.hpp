@@ -14,9 +14,12 @@ namespace fusex {
 // The cost model: a group reads each external value it uses once and writes
 // each value used outside it (or returned) once; a launch costs as much as
 // moving `launch_bytes`. Run-time extents take the values of extents.hpp
-// (hints, constants, defaults); modelled_traffic() reports real bytes.
+// (hints, constants, defaults), each free one (not a constant or an index
+// argument) times `extent_scale`, so one trace can be planned for smaller
+// or larger runs (candidates.hpp); modelled_traffic() reports real bytes.
 struct cost_model {
   double launch_bytes = 8.0 * 1024 * 1024;
+  double extent_scale = 1;
 };
 
 namespace detail::planning {
@@ -101,7 +104,7 @@ constexpr bool same_domain(const graph_ref& g, int r1, int r2) {
 
 constexpr analysis analyse(const graph_ref& g, const cost_model& m, const std::vector<int>& claimant,
                            const extent_hints& hints = {}) {
-  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}, extent_values(g.nodes, g.n, g.exprs, g.eclass, g.nexpr, hints), {}, {}};
+  analysis a{g, m, {}, {}, {}, {}, {}, {}, claimant, {}, extent_values(g.nodes, g.n, g.exprs, g.eclass, g.nexpr, hints, m.extent_scale), {}, {}};
   const int n = g.n;
   a.kind.resize(n);
   a.bytes.resize(n);

@@ -30,11 +30,16 @@ std::string explain(plan<P, Policy> pl) {
   const auto& g = P::graph;
   const auto& d = pl.data;
   constexpr extent_hints hints = detail::planning::policy_traits<Policy>::hints;
+  constexpr cost_model model = plan<P, Policy>::model;
   std::string s = "# fusex plan: " + std::to_string(d.ngroups) + (d.ngroups == 1 ? " kernel" : " kernels") +
                   " for " + std::to_string(P::sizes.nodes) + " nodes, modelled at " +
-                  (hints.count > 0 ? "hinted extents:" : "default extents:");
+                  (hints.count > 0 ? "hinted extents" : "default extents");
+  if (model.extent_scale != 1) s += " x " + detail::format_double(model.extent_scale);
+  if (model.launch_bytes != cost_model{}.launch_bytes) s += ", a launch costing " + detail::format_bytes(model.launch_bytes);
+  s += ":";
   // The modelled shape of each tensor argument.
-  const std::vector<double> ext = detail::planning::extent_values(g.nodes, P::sizes.nodes, g.exprs, g.eclass, P::sizes.exprs, hints);
+  const std::vector<double> ext = detail::planning::extent_values(g.nodes, P::sizes.nodes, g.exprs, g.eclass,
+                                                                  P::sizes.exprs, hints, model.extent_scale);
   for (int p = 0; p < P::sizes.params; ++p) {
     if (g.params[p].kind != arg_kind::tensor) continue;
     const node& n = g.nodes[g.params[p].node];

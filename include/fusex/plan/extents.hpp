@@ -53,9 +53,11 @@ constexpr double round_extent(double x) {
 // The modelled value of every expression, by equivalence class: constants,
 // then hints, then index arguments, then the per-argument default for tensor
 // extents in argument order, then derived expressions from their operands.
-// `eclass[e]` is e's class representative.
+// `eclass[e]` is e's class representative. Hinted and default tensor
+// extents are multiplied by `scale` (constants and index arguments are not).
 constexpr std::vector<double> extent_values(const node* nodes, int nnodes, const expr* exprs,
-                                            const std::int32_t* eclass, int nexpr, const extent_hints& h) {
+                                            const std::int32_t* eclass, int nexpr, const extent_hints& h,
+                                            double scale = 1) {
   std::vector<double> cls(static_cast<std::size_t>(nexpr), -1.0);
   for (int e = 0; e < nexpr; ++e)
     if (exprs[e].kind == expr_kind::constant) cls[eclass[e]] = static_cast<double>(exprs[e].value);
@@ -64,7 +66,10 @@ constexpr std::vector<double> extent_values(const node* nodes, int nnodes, const
       const expr& x = exprs[e];
       const bool match = h.hint[i].axis < 0 ? x.kind == expr_kind::param && x.value == h.hint[i].arg
                                             : x.kind == expr_kind::extent && x.a == h.hint[i].arg && x.b == h.hint[i].axis;
-      if (match && cls[eclass[e]] < 0) cls[eclass[e]] = static_cast<double>(h.hint[i].value);
+      if (match && cls[eclass[e]] < 0)
+        cls[eclass[e]] = x.kind == expr_kind::param ? static_cast<double>(h.hint[i].value)
+                                                    : scale == 1 ? static_cast<double>(h.hint[i].value)
+                                                    : round_extent(static_cast<double>(h.hint[i].value) * scale);
     }
   // Index arguments before tensor extents: a slice bound or a rotary size
   // that equals a tensor's extent then sizes that tensor, not the reverse.
@@ -97,7 +102,7 @@ constexpr std::vector<double> extent_values(const node* nodes, int nnodes, const
     }
     if (unknown == 0) continue;
     const double left = default_argument_elements / known;
-    const double each = round_extent(root(left > 1 ? left : 1, unknown));
+    const double each = round_extent(root(left > 1 ? left : 1, unknown) * scale);
     for (int c : open) cls[c] = each;
   }
   std::vector<double> val(static_cast<std::size_t>(nexpr), 0.0);

@@ -53,7 +53,31 @@ struct unfused {};
 // Any of the above, planned at the typical extents H (extents.hpp).
 template <class Policy, extent_hints H>
 struct hinted {};
+// Variant K of a fused policy, one of the candidates fx::candidates keeps
+// (candidates.hpp): planned for smaller or larger runs, for the fewest bytes
+// or launches, or the greedy-claim baseline under the same rules.
+template <class Policy, int K>
+struct candidate {};
 }  // namespace policy
+
+namespace detail::planning {
+// The variants fx::candidates plans: a launch cost (times the model's),
+// a scale of every free extent, and the search.
+struct candidate_variant {
+  const char* why;
+  double launch_scale, extent_scale;
+  bool greedy_claim;
+};
+inline constexpr candidate_variant candidate_variants[] = {
+    {"the plan at the modelled extents", 1, 1, false},
+    {"the plan for small runs (free extents / 16)", 1, 1.0 / 16, false},
+    {"the plan for large runs (free extents x 16)", 1, 16, false},
+    {"the fewest bytes (launches free)", 0, 1, false},
+    {"the fewest launches", 1073741824.0, 1, false},
+    {"the greedy-claim baseline", 1, 1, true},
+};
+inline constexpr int num_candidate_variants = sizeof(candidate_variants) / sizeof(candidate_variants[0]);
+}  // namespace detail::planning
 
 struct plan_group {
   group_kind kind = group_kind::pointwise;
@@ -130,6 +154,20 @@ struct claimant_list {
   }
 };
 
+// The cost model a variant plans under.
+constexpr cost_model variant_model(const cost_model& base, const candidate_variant& v) {
+  return {base.launch_bytes * v.launch_scale, base.extent_scale * v.extent_scale};
+}
+
+// The fused policy's partition: the global search, or the greedy-claim
+// baseline under the same rules (the greedy plan where nothing is claimed).
+constexpr partition fused_partition(const analysis& a, bool greedy_claim, long exact_steps, int nclaimants) {
+  if (!greedy_claim) return fused(a, exact_steps, nclaimants);
+  if (a.has_regions()) return claim_greedy(a, nclaimants);
+  const partition unf = unfused(a);
+  return greedy(a, unf.group_of, unf.ngroups, std::vector<char>(static_cast<std::size_t>(unf.ngroups), 0));
+}
+
 template <class P>
 struct policy_traits;
 template <class... C>
@@ -137,22 +175,38 @@ struct policy_traits<policy::fused<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 0;
   static constexpr extent_hints hints{};
+  static constexpr cost_model model{};
+  static constexpr bool greedy_claim_search = false;
 };
 template <class... C>
 struct policy_traits<policy::greedy_claim<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 1;
   static constexpr extent_hints hints{};
+  static constexpr cost_model model{};
+  static constexpr bool greedy_claim_search = false;
 };
 template <class... C>
 struct policy_traits<policy::unfused<C...>> {
   using claimants = claimant_list<C...>;
   static constexpr int mode = 2;
   static constexpr extent_hints hints{};
+  static constexpr cost_model model{};
+  static constexpr bool greedy_claim_search = false;
 };
 template <class Policy, extent_hints H>
 struct policy_traits<policy::hinted<Policy, H>> : policy_traits<Policy> {
   static constexpr extent_hints hints = H;
+};
+template <class Policy, int K>
+struct policy_traits<policy::candidate<Policy, K>> : policy_traits<Policy> {
+  static_assert(policy_traits<Policy>::mode == 0, "fusex::candidates: give a fused policy (optionally hinted)");
+  static_assert(K >= 0 && K < num_candidate_variants, "fusex::candidates: no such variant");
+  static constexpr candidate_variant variant = candidate_variants[K];
+  static constexpr cost_model model = variant_model(policy_traits<Policy>::model, variant);
+  static constexpr bool greedy_claim_search = variant.greedy_claim;
+  // variant 0 is the policy's own plan: made once, shared
+  using same_plan_as = std::conditional_t<K == 0, Policy, void>;
 };
 
 // Which executor claims each node under a policy, as the planner sees it. A
@@ -213,7 +267,7 @@ constexpr plan_data<S> make_plan(const graph<S>& gr, const cost_model& model, lo
 
   partition p;
   if constexpr (traits::mode == 0) {
-    p = fused(a, exact_steps, claimants::size);
+    p = fused_partition(a, traits::greedy_claim_search, exact_steps, claimants::size);
     // A region takes its head's executor.
     std::vector<int> region_exec(static_cast<std::size_t>(p.ngroups), -1);
     for (int v : a.compute)
@@ -357,6 +411,23 @@ constexpr bool check_invariants(const graph<S>& gr, const plan_data<S>& p, const
 
 }  // namespace detail::planning
 
+template <class P, class Policy>
+struct plan;
+
+namespace detail::planning {
+// A plan's data: made by its policy, or shared with the plan it equals.
+template <class P, class Policy>
+constexpr plan_data<P::sizes> planned(const cost_model& model, long exact_steps) {
+  if constexpr (requires { typename policy_traits<Policy>::same_plan_as; }) {
+    using same = typename policy_traits<Policy>::same_plan_as;
+    if constexpr (!std::is_void_v<same>) return plan<P, same>::data;
+    else return make_plan<P::sizes, Policy>(P::graph, model, exact_steps);
+  } else {
+    return make_plan<P::sizes, Policy>(P::graph, model, exact_steps);
+  }
+}
+}  // namespace detail::planning
+
 // A compile-time plan for program P under a policy. Empty: its data is a
 // static constexpr member, so a plan can be passed around by value.
 template <class P, class Policy>
@@ -368,11 +439,13 @@ struct plan {
   static constexpr const auto& graph = P::graph;
   // Exact search is complete on small graphs and step-limited beyond.
   static constexpr long exact_steps = 256;
-  static constexpr plan_data<P::sizes> data = detail::planning::make_plan<P::sizes, Policy>(P::graph, cost_model{}, exact_steps);
+  // The cost model the plan was made under (the policy's launch cost and extent scale).
+  static constexpr cost_model model = detail::planning::policy_traits<Policy>::model;
+  static constexpr plan_data<P::sizes> data = detail::planning::planned<P, Policy>(model, exact_steps);
 
   static constexpr bool invariants_hold() {
     return detail::planning::check_invariants(P::graph, data,
-                                              detail::planning::planning_analysis<P::sizes, Policy>(P::graph, cost_model{}));
+                                              detail::planning::planning_analysis<P::sizes, Policy>(P::graph, model));
   }
   static_assert(invariants_hold(),
                 "fusex::partition: plan invariants violated (a node outside exactly one group, an invalid group, "

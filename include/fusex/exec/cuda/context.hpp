@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "../../core/error.hpp"
+#include "../../plan/launch_cost.hpp"
 
 namespace fusex {
 
@@ -140,6 +141,8 @@ struct cuda_stream {
   void* workspace = nullptr;
   std::size_t workspace_size = 0;
   cuda_context* context = nullptr;
+  // what a kernel launch costs (launch_cost.hpp)
+  static constexpr launch_cost launch = launch_costs::cuda;
 };
 
 namespace detail::cuda {
