@@ -18,8 +18,9 @@ struct launch_cost {
 };
 
 namespace launch_costs {
-// The host executor (fusex::host, OpenMP, all threads): 2026-12-02, the
-// 2-vCPU Intel Xeon (AVX-512) CI VM, 2 threads, g++ 14 -O3 -march=native:
+// The host executor (fusex::host, OpenMP, all threads): 2026-12-02, a
+// 2-vCPU Intel Xeon VM (AVX-512, 2 MiB L2 per core), 2 threads, g++ 12.2
+// -O3 -march=native:
 // `build/bench/bench_launch_host` gave launch_us 3.92-4.00, stream_GBps
 // 22.8-23.2 over four runs: 4.0 us x 22.9 GB/s = 91.6 kB.
 inline constexpr launch_cost host{4.0e-6, 22.9e9, true};
