@@ -67,17 +67,25 @@ constexpr tensor<T, 3> causal_attention(tensor<T, 4> q, tensor<T, 4> k, tensor<T
   using C = ops::detail::compute_type<T>;
   const index B = q.extent(0), Tn = q.extent(2), hs = c.head_size, G = c.n_query_groups;
   const index q_per_kv = c.n_head / G;
-  // head g * q_per_kv + j attends with group g's k and v: stack a group's q heads
-  auto qg = reshape(q, {B, G, q_per_kv * Tn, hs});
-  auto scores = reshape(matmul(qg, transpose<2, 3>(k)), {B, c.n_head, Tn, Tn});
+  // head g * q_per_kv + j attends with group g's k and v: stack a group's q
+  // heads. The scores stay in the matmul's shape (B, G, q_per_kv * T, T), so
+  // the softmax's row kernel writes exactly what the second matmul reads (a
+  // reshape to (B, n_head, T, T) after the row sums would not keep the row
+  // domain, and would put the normalisation in a kernel of its own).
+  const index rows = q_per_kv * Tn;
+  auto qg = reshape(q, {B, G, rows, hs});
+  auto scores = matmul(qg, transpose<2, 3>(k));
   auto s = convert<C>(scores) * rsqrt(index_value<C>(hs, q));
-  auto row = broadcast_in_dim<2>(iota<std::int32_t>(Tn), {index(1), index(1), Tn, Tn});
-  auto col = broadcast_in_dim<3>(iota<std::int32_t>(Tn), {index(1), index(1), Tn, Tn});
+  // query row r of a stacked group is position r mod T
+  auto r = iota<std::int32_t>(rows);
+  auto tn = index_value<std::int32_t>(Tn, q);
+  auto row = broadcast_in_dim<2>(r - (r / tn) * tn, {index(1), index(1), rows, Tn});
+  auto col = broadcast_in_dim<3>(iota<std::int32_t>(Tn), {index(1), index(1), rows, Tn});
   auto masked = where(col > row, -std::numeric_limits<double>::infinity(), s);
   // softmax over the keys: every row keeps its diagonal, so its max is finite
   auto e = exp(masked - amax<3>(masked, keepdim));
   auto p = convert<T>(e / sum<3>(e, keepdim));
-  auto y = matmul(reshape(p, {B, G, q_per_kv * Tn, Tn}), v);  // (B, G, q_per_kv * T, hs)
+  auto y = matmul(p, v);  // (B, G, q_per_kv * T, hs)
   auto heads = permute<0, 2, 1, 3>(reshape(y, {B, c.n_head, Tn, hs}));
   return reshape(heads, {B, Tn, c.n_head * hs});
 }
