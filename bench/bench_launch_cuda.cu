@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "cuda_timing.hpp"
+#include "launch_cases.hpp"
 
 namespace fx = fusex;
 
@@ -16,14 +17,7 @@ namespace {
 
 using bench::gpu::check;
 
-constexpr int chain_ops = 16;
-
-constexpr auto chain = fx::trace([](fx::tensor<float, 1> x) {
-  auto y = x;
-  for (int i = 0; i < chain_ops / 2; ++i) y = (y + 1.0f) * 0.5f;
-  return y;
-});
-constexpr auto stream = fx::trace([](fx::tensor<float, 1> x) { return x * 2.0f + 1.0f; });
+using namespace bench::launch;
 
 // Seconds per run of `plan`, `reps` runs queued back to back.
 template <class Plan>
@@ -44,9 +38,8 @@ double seconds_per_run(Plan plan, const fx::cuda_stream& on, fx::view<const floa
 }
 
 void launch_cost(benchmark::State& st) {
-  constexpr auto unfused = fx::partition(chain, fx::policy::unfused<>{});
-  constexpr auto fused = fx::partition(chain);
-  static_assert(unfused.kernels() == chain_ops && fused.kernels() == 1);
+  constexpr auto unfused = chain_unfused;
+  constexpr auto fused = chain_fused;
   bench::gpu::device_arena arena;
   cudaStream_t s;
   check(cudaStreamCreate(&s), "cudaStreamCreate");
@@ -54,10 +47,10 @@ void launch_cost(benchmark::State& st) {
   {
     fx::cuda_context ctx(s);
     const fx::cuda_stream on{s, nullptr, 0, &ctx};
-    fx::host_tensor<float, 1> hx({4096});
+    fx::host_tensor<float, 1> hx({chain_elements});
     for (auto& v : hx.values()) v = 1.5f;
     const fx::view<const float, 1> x = arena.upload(hx);
-    const fx::view<float, 1> y(static_cast<float*>(arena.bytes(4096 * sizeof(float))), {4096});
+    const fx::view<float, 1> y(static_cast<float*>(arena.bytes(chain_elements * sizeof(float))), {chain_elements});
     seconds_per_run(unfused, on, x, y, 100);  // warm-up: module load, first launches
     seconds_per_run(fused, on, x, y, 100);
     double t_unfused = 0, t_fused = 0;
@@ -68,7 +61,7 @@ void launch_cost(benchmark::State& st) {
       ++runs;
       st.SetIterationTime(t_unfused / runs);
     }
-    launch_s = (t_unfused - t_fused) / runs / (chain_ops - 1);
+    launch_s = launch_seconds(t_unfused / runs, t_fused / runs);
 
     constexpr auto big = fx::partition(stream);
     constexpr fx::index_t n = fx::index_t{1} << 26;

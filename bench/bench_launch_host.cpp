@@ -15,20 +15,13 @@
 
 #include <chrono>
 
-#include <fusex/fusex.hpp>
+#include "launch_cases.hpp"
 
 namespace fx = fusex;
 
 namespace {
 
-constexpr int chain_ops = 16;
-
-constexpr auto chain = fx::trace([](fx::tensor<float, 1> x) {
-  auto y = x;
-  for (int i = 0; i < chain_ops / 2; ++i) y = (y + 1.0f) * 0.5f;
-  return y;
-});
-constexpr auto stream = fx::trace([](fx::tensor<float, 1> x) { return x * 2.0f + 1.0f; });
+using namespace bench::launch;
 
 template <class Plan>
 double seconds_per_run(Plan plan, const fx::host_tensor<float, 1>& x, fx::host_tensor<float, 1>& y, int reps) {
@@ -38,10 +31,9 @@ double seconds_per_run(Plan plan, const fx::host_tensor<float, 1>& x, fx::host_t
 }
 
 void launch_cost(benchmark::State& st) {
-  constexpr auto unfused = fx::partition(chain, fx::policy::unfused<>{});
-  constexpr auto fused = fx::partition(chain);
-  static_assert(unfused.kernels() == chain_ops && fused.kernels() == 1);
-  fx::host_tensor<float, 1> x({4096}), y({4096});
+  constexpr auto unfused = chain_unfused;
+  constexpr auto fused = chain_fused;
+  fx::host_tensor<float, 1> x({chain_elements}), y({chain_elements});
   for (auto& v : x.values()) v = 1.5f;
   double t_unfused = 0, t_fused = 0;
   long runs = 0;
@@ -52,7 +44,7 @@ void launch_cost(benchmark::State& st) {
     t_fused += seconds_per_run(fused, x, y, 50);
     ++runs;
   }
-  const double launch_s = (t_unfused - t_fused) / runs / (chain_ops - 1);
+  const double launch_s = launch_seconds(t_unfused / runs, t_fused / runs);
 
   constexpr auto big = fx::partition(stream);
   fx::host_tensor<float, 1> bx({1 << 24}), by({1 << 24});
