@@ -60,7 +60,11 @@ def step(model, opt, idx, targets):
     return loss.item(), grads, seconds
 
 
-def train(name: str, steps: int, batch: int, seq: int, lr: float = 1e-3, on_step=None):
+def train(name: str, steps: int, batch: int, seq: int, lr: float = 1e-3, on_step=None, sync_weights=False):
+    """sync_weights: after each step the fusex twin takes the reference's
+    weights, so each step's gradients are compared at equal weights (AdamW's
+    first, sign-like update would otherwise turn a rounding flip of a
+    near-zero gradient into a weight difference of 2 lr)."""
     reference, twin, swapped = models(name)
     opts = [torch.optim.AdamW(m.parameters(), lr=lr) for m in (reference, twin)]
     rows = []
@@ -75,6 +79,11 @@ def train(name: str, steps: int, batch: int, seq: int, lr: float = 1e-3, on_step
         if on_step:
             on_step(row)
         rows.append(row)
+        if sync_weights:
+            ref = dict(reference.named_parameters())
+            with torch.no_grad():
+                for n, p in twin.named_parameters():
+                    p.copy_(ref[n])
     return rows, swapped
 
 
