@@ -53,7 +53,7 @@ build=build-gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$out/device.txt" 2>&1 || true
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
   "${prefix[@]}"
-step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams \
+step build cmake --build "$build" -j "$(nproc)" --target test_cuda_executor test_cuda_layouts test_cuda_streams test_cuda_conformance test_cuda_property \
   bench_seed_cuda bench_grad_cuda bench_rope_cuda bench_launch_cuda
 step tests ctest --test-dir "$build" -L gpu --output-on-failure
 

@@ -41,10 +41,14 @@ constexpr std::uint64_t wrt(std::initializer_list<int> positions) {
 
 namespace detail {
 
-inline void fusex_error_vjp_broadcast_in_dim_extent_may_or_may_not_broadcast() {
-  throw std::logic_error("fusex::vjp: broadcast_in_dim extent may or may not broadcast");
+// An internal invariant: capture unifies a broadcast's input extent with the
+// output's unless the input's is a constant 1, so no traced program reaches it.
+inline void fusex_internal_vjp_broadcast_extent_not_unified() {
+  throw std::logic_error("fusex internal: vjp of a broadcast_in_dim whose extent may or may not broadcast");
 }
-inline void fusex_error_vjp_program_has_more_than_64_arguments() {
+// Behind fusex::vjp's static_assert of the same limit (a graph built without
+// it would reach this).
+inline void fusex_internal_vjp_program_has_more_than_64_arguments() {
   throw std::logic_error("fusex::vjp: program has more than 64 arguments");
 }
 inline void fusex_error_vjp_wrt_names_an_argument_the_program_does_not_have() {
@@ -69,7 +73,7 @@ struct vjp_context {
 
   constexpr explicit vjp_context(const graph<S>& g, vjp_options o)
       : f(g), opt(o), fwd_map(S.nodes, -1), cot(S.nodes, -1), needs(S.nodes, 0), keep(S.nodes, 0) {
-    if (S.params > 64) fusex_error_vjp_program_has_more_than_64_arguments();
+    if (S.params > 64) fusex_internal_vjp_program_has_more_than_64_arguments();
     // An explicit wrt must name differentiable arguments; the default (all)
     // skips the others.
     if (o.wrt != vjp_options{}.wrt)

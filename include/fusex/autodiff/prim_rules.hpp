@@ -110,7 +110,7 @@ constexpr void prim_vjp(vjp_context<S>& cx, int n) {
       for (int j = 0; j < un.rank; ++j) {
         const int i = nd.map[j];
         if (f.same_extent(un.shape[j], nd.shape[i])) red[i] = false;
-        else if (!f.is_const(un.shape[j], 1)) fusex_error_vjp_broadcast_in_dim_extent_may_or_may_not_broadcast();
+        else if (!f.is_const(un.shape[j], 1)) fusex_internal_vjp_broadcast_extent_not_unified();
       }
       cx.acc(u(0), cx.sum_axes(g, red, un.shape, un.rank));
       break;

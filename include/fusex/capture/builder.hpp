@@ -17,7 +17,9 @@ inline void fusex_error_constant_extents_differ() { throw std::logic_error("fuse
 inline void fusex_error_index_division_by_zero() { throw std::logic_error("fusex: index division by zero"); }
 inline void fusex_error_reshape_element_count_differs() { throw std::logic_error("fusex: reshape element count differs"); }
 inline void fusex_error_axis_out_of_range() { throw std::logic_error("fusex: axis out of range"); }
-inline void fusex_error_index_from_another_trace() { throw std::logic_error("fusex: index from another trace"); }
+// Internal invariants: no program written with the public API reaches them
+// (a traced function captures nothing, so it holds no other trace's index).
+inline void fusex_internal_index_from_another_trace() { throw std::logic_error("fusex internal: index from another trace"); }
 
 struct builder {
   std::vector<node> nodes;

@@ -31,7 +31,7 @@ class index {
   constexpr detail::builder* builder_() const { return b_; }
   constexpr std::int32_t id_in(detail::builder& b) const {
     if (b_ == nullptr) return b.constant(value_);
-    if (b_ != &b) detail::fusex_error_index_from_another_trace();
+    if (b_ != &b) detail::fusex_internal_index_from_another_trace();
     return id_;
   }
 
