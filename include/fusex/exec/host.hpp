@@ -168,6 +168,45 @@ FUSEX_HOST_FLATTEN void for_each_chunk(const idx_t* ext, int r, int threads, Bod
   }
 }
 
+// Calls row(idx) for every row of `ext` (every coordinate but the innermost,
+// which the row steps itself), in parallel: each thread takes a contiguous
+// range of rows and steps its index like an odometer. Inside a row only the
+// innermost coordinate changes, so what depends on the outer ones alone (a
+// reshape's division by a head count, a slice's or a broadcast's offset,
+// the other axes' share of every address) is loop-invariant and computed
+// once per row.
+template <class Row>
+FUSEX_HOST_FLATTEN void for_each_row(const idx_t* ext, int r, idx_t rows, int nt, Row&& row) {
+  const auto range = [&](idx_t begin, idx_t end) {
+    idx_t idx[max_rank] = {};
+    idx_t rr = begin;
+    for (int d = r - 2; d >= 0; --d) {
+      idx[d] = rr % ext[d];
+      rr /= ext[d];
+    }
+    for (idx_t i = begin; i < end; ++i) {
+      row(idx);
+      for (int d = r - 2; d >= 0; --d) {
+        if (++idx[d] < ext[d]) break;
+        idx[d] = 0;
+      }
+    }
+  };
+  if (nt == 1) {
+    range(0, rows);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+#if defined(_OPENMP)
+    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
+#else
+    const idx_t t = 0, k = 1;
+#endif
+    range(rows * t / k, rows * (t + 1) / k);
+  }
+}
+
 // Extents of local U, from the group's expr slots.
 template <class C, int U>
 void extents_of(const group_args<C>& a, idx_t* ext) {
@@ -177,17 +216,35 @@ void extents_of(const group_args<C>& a, idx_t* ext) {
   });
 }
 
+// A pointwise group, a write at a time: row by row where there are rows
+// enough to share among the threads and each holds a full run, else run by
+// run (one long row, or many short ones).
 template <class C>
-void pointwise_host(const group_args<C>& a, int threads) {
+void pointwise_host(const group_args<C>& shared, int threads) {
   using Q = prog<C>;
   constexpr int W = host_lanes<C>();
+  // A copy of the arguments no output can alias, so that their loads (and
+  // what is computed from them) leave the row loop.
+  const group_args<C> a = shared;
   const context<C, 1> cx{&a};
   static_for<Q::nwrites()>([&](auto ww) {
     constexpr int w = decltype(ww)::value;
     constexpr int R = Q::write_local(w);
+    constexpr int r = Q::rank(R);
     idx_t ext[max_rank] = {};
     extents_of<C, R>(a, ext);
-    for_each_chunk<W>(ext, Q::rank(R), threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
+    idx_t rows = 1;
+    for (int d = 0; d + 1 < r; ++d) rows *= ext[d];
+    const idx_t L = r > 0 ? ext[r - 1] : 1;
+    const int nt = threads > 0 ? threads : omp_default_threads();
+    if constexpr (r >= 2) {
+      // (threads only for more than 64 runs, as for_each_chunk)
+      if (L >= W && rows >= 8 * static_cast<idx_t>(nt) && rows * ((L + W - 1) / W) > 64) {
+        for_each_row(ext, r, rows, nt, [&](idx_t* idx) { write_row<C, R, W>(cx, a, w, idx, L); });
+        return;
+      }
+    }
+    for_each_chunk<W>(ext, r, threads, [&](const idx_t* idx, int n) { write_lanes<C, R, W>(cx, a, w, idx, n); });
   });
 }
 
