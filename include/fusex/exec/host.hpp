@@ -124,6 +124,24 @@ FUSEX_HOST_FLATTEN void write_row(const Ctx& cx, const group_args<C>& a, int w, 
   }
 }
 
+// range(begin, end) on nt threads, each a contiguous share of [0, total).
+template <class Range>
+FUSEX_HOST_FLATTEN void split_among_threads(idx_t total, int nt, const Range& range) {
+  if (nt == 1) {
+    range(idx_t{0}, total);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+#if defined(_OPENMP)
+    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
+#else
+    const idx_t t = 0, k = 1;
+#endif
+    range(total * t / k, total * (t + 1) / k);
+  }
+}
+
 // Calls body(idx, n) for every run of up to W lanes along the innermost axis
 // of `ext`, in parallel. Each thread takes one contiguous range of runs and
 // steps its index like an odometer: no division per run.
@@ -153,19 +171,7 @@ FUSEX_HOST_FLATTEN void for_each_chunk(const idx_t* ext, int r, int threads, Bod
       n = last - idx[r - 1] < W ? static_cast<int>(last - idx[r - 1]) : W;
     }
   };
-  if (nt == 1) {
-    range(0, total);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-#if defined(_OPENMP)
-    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
-#else
-    const idx_t t = 0, k = 1;
-#endif
-    range(total * t / k, total * (t + 1) / k);
-  }
+  split_among_threads(total, nt, range);
 }
 
 // Calls row(idx) for every row of `ext` (every coordinate but the innermost,
@@ -192,19 +198,7 @@ FUSEX_HOST_FLATTEN void for_each_row(const idx_t* ext, int r, idx_t rows, int nt
       }
     }
   };
-  if (nt == 1) {
-    range(0, rows);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-#if defined(_OPENMP)
-    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
-#else
-    const idx_t t = 0, k = 1;
-#endif
-    range(rows * t / k, rows * (t + 1) / k);
-  }
+  split_among_threads(rows, nt, range);
 }
 
 // Extents of local U, from the group's expr slots.
