@@ -1,0 +1,543 @@
+#pragma once
+// The host's row engine: a pass evaluates the roots of a forest (forest.hpp)
+// along one row of their domain, a register of lanes at a time.
+//
+// The row is cut into segments over which every instance's coordinates are
+// affine in the lane position: a cat or pad boundary, or a reshape that
+// wraps an operand's axis, ends a segment. Binding a segment resolves all
+// index arithmetic once: each leaf becomes a pointer and a stride, each cat
+// or pad a selected operand, each one-value instance its value. The lanes
+// then only load, compute and store: when every leaf and output has unit
+// stride the loop runs on whole registers (fast), otherwise, and for the
+// last partial register, lanes are gathered (gather). The same evaluation,
+// with one value for all lanes (single), computes the one-value instances.
+//
+// Each prim's semantics are codegen/ops.hpp's and core/math.hpp's, shared
+// with the CUDA and reference executors; 16-bit values compute in float and
+// round after each prim, as everywhere.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../../codegen/eval.hpp"
+#include "forest.hpp"
+#include "lanes.hpp"
+
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define FUSEX_HOST_FLATTEN __attribute__((flatten))
+#else
+#define FUSEX_HOST_FLATTEN
+#endif
+
+namespace fusex::detail::host_engine {
+
+using codegen::group_args;
+using codegen::static_for;
+
+template <int K>
+using ic = std::integral_constant<int, K>;
+
+// Bound state of one segment.
+template <class Fo>
+struct binding {
+  struct leaf_t {
+    const void* p;
+    idx_t stride;  // elements per lane
+    idx_t base;    // iota: the coordinate of lane 0
+  };
+  leaf_t leaf[Fo::nleaf];
+  int sel[Fo::nsel];
+  float sf[Fo::nsplat_f];
+  double sd[Fo::nsplat_d];
+  long long sl[Fo::nsplat_l];
+};
+
+// What reductions read: the current row's values (row groups) or arrays of
+// finished values over each reduction's shape (column groups).
+template <class C>
+struct reduced {
+  const codegen::reduction_values<C, 1>* row = nullptr;
+  const void* const* dense = nullptr;  // by compact reduction index
+};
+
+template <class C, class Fo>
+struct engine {
+  using P = prog<C>;
+  const group_args<C>& a;
+  reduced<C> red;
+  binding<Fo> b;
+
+  template <int I>
+  static consteval int root_of() {
+    return Fo::rec(I).root;
+  }
+  template <int I>
+  using root_lanes = dlanes<P::dt(root_of<I>())>;
+
+  // ---- binding --------------------------------------------------------------
+
+  template <int S>
+  FUSEX_HOST_INLINE idx_t ext() const {
+    return codegen::ext_of<C, S>(a);
+  }
+
+  // Lanes until position p (moving by step per lane) reaches bound e.
+  static FUSEX_HOST_INLINE idx_t lanes_until(idx_t p, idx_t e, idx_t step) { return (e - p + step - 1) / step; }
+
+  // Binds instance I at coordinates c (its root's), lanes moving by `step`
+  // along its lane axis; lowers `limit` to the lanes its coordinates stay
+  // affine for.
+  template <int I>
+  FUSEX_HOST_INLINE void bind(const idx_t* c, idx_t step, idx_t& limit) {
+    constexpr int root = Fo::rec(I).root;
+    using F = codegen::frame<C, root>;
+    static_for<F::size()>([&](auto kk) { bind_member<I, F::id(decltype(kk)::value)>(c, step, limit); });
+    if constexpr (Fo::rec(I).la < 0) {
+      const auto v = eval<I, mode::single, false>(0, 1);
+      constexpr int s = Fo::splat_slot(I);
+      using T = vt<P::dt(root)>;
+      if constexpr (std::is_same_v<T, float>) b.sf[s] = v[0];
+      else if constexpr (std::is_same_v<T, double>) b.sd[s] = v[0];
+      else b.sl[s] = v[0];
+    }
+  }
+
+  template <int I, int M>
+  FUSEX_HOST_INLINE void bind_member(const idx_t* c, idx_t step, idx_t& limit) {
+    constexpr op_kind K = P::op(M);
+    constexpr int la = Fo::rec(I).la;
+    constexpr int r = P::rank(M);
+    if constexpr (K == op_kind::input) {
+      constexpr int s = P::slot(M);
+      idx_t off = 0;
+      for (int d = 0; d < r; ++d) off += c[d] * a.in_str[s][d];
+      auto& lf = b.leaf[Fo::leaf(I, M)];
+      lf.p = static_cast<const storage_t<P::dt(M)>*>(a.in[s]) + off;
+      lf.stride = la >= 0 ? step * a.in_str[s][la < 0 ? 0 : la] : 0;
+    } else if constexpr (K == op_kind::iota) {
+      auto& lf = b.leaf[Fo::leaf(I, M)];
+      lf.base = c[0];
+      lf.stride = la >= 0 ? step : 0;
+    } else if constexpr (P::computes(M)) {
+      if constexpr (Fo::dense) {
+        // finished values, dense over the reduction's own extents
+        idx_t off = 0, st = 1, lane_st = 0;
+        static_for<r>([&](auto jj) {
+          constexpr int d = r - 1 - decltype(jj)::value;
+          off += c[d] * st;
+          if (d == la) lane_st = st;
+          st *= ext<P::shape(M, d)>();
+        });
+        auto& lf = b.leaf[Fo::leaf(I, M)];
+        lf.p = static_cast<const vt<P::dt(M)>*>(red.dense[P::red_index(M)]) + off;
+        lf.stride = step * lane_st;
+      }
+    } else if constexpr (K == op_kind::cat) {
+      bind_cat<I, M, 0>(c, step, limit, c[P::axis(M)]);
+    } else if constexpr (K == op_kind::pad) {
+      constexpr int ax = P::axis(M);
+      constexpr int U = P::operand(M, 0);
+      const idx_t p = c[ax] - ext<P::iparam(M, 0)>();
+      const idx_t e = ext<P::shape(U, ax)>();
+      int& sel = b.sel[Fo::sel(I, M)];
+      if (p >= 0 && p < e) {
+        sel = 1;
+        idx_t cu[max_rank];
+        for (int d = 0; d < r; ++d) cu[d] = c[d];
+        cu[ax] = p;
+        if constexpr (la == ax) limit = min(limit, lanes_until(p, e, step));
+        bind<Fo::child(I, M, 0)>(cu, step, limit);
+      } else {
+        sel = 0;
+        if constexpr (la == ax) {
+          if (p < 0) limit = min(limit, lanes_until(p, 0, step));
+        }
+      }
+    } else if constexpr (category(K) == op_category::remap) {
+      bind_remap<I, M>(c, step, limit);
+    } else if constexpr (!P::is_leaf(M)) {
+      // elementwise: operands at broadcast coordinates become children
+      static_for<P::nops(M)>([&](auto kk) {
+        constexpr int k = decltype(kk)::value;
+        if constexpr (!P::identity(M, k)) {
+          constexpr int U = P::operand(M, k);
+          constexpr std::int64_t mask = P::bcast(M, k);
+          idx_t cu[max_rank > 0 ? max_rank : 1] = {};
+          for (int d = 0; d < P::rank(U); ++d) cu[d] = ((mask >> d) & 1) ? 0 : c[d];
+          bind<Fo::child(I, M, k)>(cu, step, limit);
+        }
+      });
+    }
+  }
+
+  static FUSEX_HOST_INLINE idx_t min(idx_t x, idx_t y) { return x < y ? x : y; }
+
+  // Operand k of cat M and the ones after it: p is the position along the
+  // cat axis, relative to operand k.
+  template <int I, int M, int k>
+  FUSEX_HOST_INLINE void bind_cat(const idx_t* c, idx_t step, idx_t& limit, idx_t p) {
+    constexpr int ax = P::axis(M);
+    constexpr int la = Fo::rec(I).la;
+    if constexpr (k == P::nops(M)) {
+      b.sel[Fo::sel(I, M)] = k;  // past the end: not reached for positions in range
+      (void)c, (void)step, (void)limit, (void)p;
+    } else {
+      constexpr int U = P::operand(M, k);
+      const idx_t e = ext<P::shape(U, ax)>();
+      if (p < e) {
+        b.sel[Fo::sel(I, M)] = k;
+        idx_t cu[max_rank];
+        for (int d = 0; d < P::rank(M); ++d) cu[d] = c[d];
+        cu[ax] = p;
+        if constexpr (la == ax) limit = min(limit, lanes_until(p, e, step));
+        bind<Fo::child(I, M, k)>(cu, step, limit);
+      } else {
+        bind_cat<I, M, k + 1>(c, step, limit, p - e);
+      }
+    }
+  }
+
+  template <int I, int M>
+  FUSEX_HOST_INLINE void bind_remap(const idx_t* c, idx_t step, idx_t& limit) {
+    constexpr op_kind K = P::op(M);
+    constexpr int la = Fo::rec(I).la;
+    constexpr int U = P::operand(M, 0);
+    constexpr int r = P::rank(M), ru = P::rank(U);
+    idx_t cu[max_rank > 0 ? max_rank : 1] = {};
+    idx_t cstep = step;
+    if constexpr (K == op_kind::broadcast_in_dim) {
+      static_for<ru>([&](auto jj) {
+        constexpr int j = decltype(jj)::value;
+        cu[j] = P::static1(U, j) ? 0 : c[P::map(M, j)];
+      });
+    } else if constexpr (K == op_kind::permute) {
+      static_for<r>([&](auto ii) {
+        constexpr int i = decltype(ii)::value;
+        cu[P::map(M, i)] = c[i];
+      });
+    } else if constexpr (K == op_kind::slice) {
+      constexpr int ax = P::axis(M);
+      const idx_t start = ext<P::iparam(M, 0)>(), sstep = ext<P::iparam(M, 2)>();
+      for (int d = 0; d < r; ++d) cu[d] = c[d];
+      cu[ax] = start + c[ax] * sstep;
+      if constexpr (la == ax) {
+        cstep = step * sstep;
+        if (sstep < 1) limit = min(limit, 1);
+      }
+    } else {
+      static_assert(K == op_kind::reshape, "fusex internal: a remap the host engine does not know");
+      // kept leading and trailing axes pass through; the middle is
+      // linearised through M's extents and split through U's
+      constexpr codegen::reshape_parts parts = codegen::split_reshape<C, M>();
+      constexpr int m0 = parts.prefix, sfx = parts.suffix;
+      constexpr int m1 = r - sfx, u0 = m0, u1 = ru - sfx;
+      for (int d = 0; d < m0; ++d) cu[d] = c[d];
+      for (int j = 0; j < sfx; ++j) cu[ru - 1 - j] = c[r - 1 - j];
+      idx_t lin = 0;
+      static_for<m1 - m0>([&](auto dd) {
+        constexpr int d = m0 + decltype(dd)::value;
+        lin = lin * ext<P::shape(M, d)>() + c[d];
+      });
+      static_for<(u1 > u0 ? u1 - u0 : 0)>([&](auto kk) {
+        constexpr int d = u1 - 1 - decltype(kk)::value;
+        if constexpr (d == u0) {
+          cu[d] = lin;
+        } else {
+          idx_t q, rem;
+          codegen::divmod_by<C, P::shape(U, d)>(a, lin, q, rem);
+          cu[d] = rem;
+          lin = q;
+        }
+      });
+      if constexpr (la >= m0 && la < m1) {
+        // lanes along the middle: they run along U's innermost middle axis
+        // while they do not wrap it (one lane per segment otherwise)
+        if constexpr (la == m1 - 1 && u1 > u0) {
+          if constexpr (u1 - 1 > u0) limit = min(limit, lanes_until(cu[u1 - 1], ext<P::shape(U, u1 - 1)>(), step));
+        } else {
+          limit = min(limit, 1);
+        }
+      }
+    }
+    bind<Fo::child(I, M, 0)>(cu, cstep, limit);
+  }
+
+  // ---- evaluation -----------------------------------------------------------
+
+  // Values of a frame's members, one register (or array) of lanes each.
+  template <int R>
+  struct frame_values {
+    using F = codegen::frame<C, R>;
+    lanes<float> f[F::nf() > 0 ? F::nf() : 1];
+    arr<double> d[F::nd() > 0 ? F::nd() : 1];
+    arr<long long> l[F::nl() > 0 ? F::nl() : 1];
+    template <int M>
+    FUSEX_HOST_INLINE auto& at() {
+      constexpr int w = F::where(M);
+      static_assert(w >= 0, "fusex internal: local outside its frame");
+      constexpr int c = F::cls(w), p = F::pos(w);
+      if constexpr (c == 0) return f[p];
+      else if constexpr (c == 1) return d[p];
+      else return l[p];
+    }
+  };
+
+  // The lanes of instance J: its stored value when it is one value for all
+  // lanes, else its evaluation.
+  template <int J, mode Md>
+  FUSEX_HOST_INLINE root_lanes<J> value(idx_t i, int n) const {
+    if constexpr (Fo::rec(J).la < 0) {
+      constexpr int s = Fo::splat_slot(J);
+      using T = vt<P::dt(root_of<J>())>;
+      if constexpr (std::is_same_v<T, float>) return splat(b.sf[s]);
+      else if constexpr (std::is_same_v<T, double>) return splat(b.sd[s]);
+      else return splat(b.sl[s]);
+    } else {
+      return eval<J, Md, false>(i, n);
+    }
+  }
+
+  // Instance I's root at lanes [i, i + n) of the segment. Raw: a 16-bit
+  // root is left unrounded (its store rounds).
+  template <int I, mode Md, bool Raw>
+  FUSEX_HOST_INLINE root_lanes<I> eval(idx_t i, int n) const {
+    constexpr int R = root_of<I>();
+    using F = codegen::frame<C, R>;
+    frame_values<R> st;
+    static_for<F::size()>([&](auto kk) {
+      constexpr int M = F::id(decltype(kk)::value);
+      st.template at<M>() = compute<I, M, Md, Raw && M == R>(st, i, n);
+    });
+    return st.template at<R>();
+  }
+
+  // Operand k of member M of instance I.
+  template <int I, int M, int k, mode Md, class S>
+  FUSEX_HOST_INLINE auto operand(S& st, idx_t i, int n) const {
+    if constexpr (P::identity(M, k)) return st.template at<P::operand(M, k)>();
+    else return value<Fo::child(I, M, k), Md>(i, n);
+  }
+
+  template <int I, int M, mode Md, bool NoRound, class S>
+  FUSEX_HOST_INLINE dlanes<P::dt(M)> compute(S& st, idx_t i, int n) const {
+    constexpr op_kind K = P::op(M);
+    constexpr dtype D = P::dt(M);
+    using T = vt<D>;
+    if constexpr (K == op_kind::input) {
+      const auto& lf = b.leaf[Fo::leaf(I, M)];
+      const auto* p = static_cast<const storage_t<D>*>(lf.p);
+      if constexpr (Md == mode::fast) return load<D, Md>(p + i, 1, V);
+      else return load<D, Md>(p + i * lf.stride, lf.stride, n);
+    } else if constexpr (K == op_kind::constant || K == op_kind::full) {
+      return splat(codegen::to_dtype<D>(P::value(M)));
+    } else if constexpr (K == op_kind::index_value) {
+      return splat(codegen::to_dtype<D>(static_cast<double>(ext<P::iparam(M, 0)>())));
+    } else if constexpr (K == op_kind::scalar_param) {
+      return splat(codegen::to_dtype<D>(a.scal[P::slot(M)]));
+    } else if constexpr (K == op_kind::iota) {
+      const auto& lf = b.leaf[Fo::leaf(I, M)];
+      dlanes<D> v;
+      for (int l = 0; l < V; ++l) {
+        const idx_t pos = lf.base + (i + (Md == mode::single ? 0 : l)) * lf.stride;
+        v[l] = codegen::to_dtype<D>(P::value(M) + static_cast<double>(pos) * P::value2(M));
+      }
+      return v;
+    } else if constexpr (P::computes(M)) {
+      if constexpr (Fo::dense) {
+        const auto& lf = b.leaf[Fo::leaf(I, M)];
+        const T* p = static_cast<const T*>(lf.p);
+        if constexpr (Md == mode::fast) return load_held<T, Md>(p + i, 1, V);
+        else return load_held<T, Md>(p + i * lf.stride, lf.stride, n);
+      } else {
+        return splat(static_cast<T>(red.row->template at<P::red_index(M)>()[0]));
+      }
+    } else if constexpr (K == op_kind::cat) {
+      dlanes<D> v = splat(T(0));
+      const int sel = b.sel[Fo::sel(I, M)];
+      static_for<P::nops(M)>([&](auto kk) {
+        constexpr int k = decltype(kk)::value;
+        if (sel == k) v = convert<D, P::dt(P::operand(M, k))>(value<Fo::child(I, M, k), Md>(i, n));
+      });
+      return v;
+    } else if constexpr (K == op_kind::pad) {
+      if (b.sel[Fo::sel(I, M)]) return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0), Md>(i, n));
+      return splat(codegen::to_dtype<D>(P::value(M)));
+    } else if constexpr (category(K) == op_category::remap) {
+      return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0), Md>(i, n));
+    } else {
+      return elementwise<I, M, Md, NoRound>(st, i, n);
+    }
+  }
+
+  // Is operand k of member M of instance I one value for all lanes?
+  static consteval bool one_value_operand(int I, int M, int k) {
+    return !P::identity(M, k) && Fo::rec(Fo::child(I, M, k)).la < 0;
+  }
+  // Is local u held as float lanes in registers?
+  static consteval bool float_lanes(int u) { return is_float_vector<lanes<float>> && (P::dt(u) == dtype::f32 || is_16bit(P::dt(u))); }
+  // Float lanes in, float lanes out, computed in f32: whole-register code.
+  template <int M>
+  static consteval bool vector_op_of() {
+    if (!float_lanes(M) || codegen::compute_dtype_of<C, M>() != dtype::f32 || is_comparison(P::op(M))) return false;
+    for (int k = 0; k < P::nops(M); ++k)
+      if (!float_lanes(P::operand(M, k))) return false;
+    return true;
+  }
+
+  template <int I, int M, mode Md, bool NoRound, class S>
+  FUSEX_HOST_INLINE dlanes<P::dt(M)> elementwise(S& st, idx_t i, int n) const {
+    constexpr op_kind K = P::op(M);
+    constexpr dtype D = P::dt(M);
+    constexpr dtype ct = codegen::compute_dtype_of<C, M>();
+    using T = vt<D>;
+    using CT = vt<ct>;
+    constexpr bool d16 = is_16bit(D);
+    // a computed value as D's value (16-bit: the float, rounded below)
+    const auto as_d = [](auto t) -> T {
+      if constexpr (d16) return static_cast<float>(t);
+      else return codegen::to_dtype<D>(t);
+    };
+    constexpr auto c0 = ic<0>{};
+    constexpr auto c1 = ic<1>{};
+    constexpr auto c2 = ic<2>{};
+    const auto opnd = [&](auto kk) { return operand<I, M, decltype(kk)::value, Md>(st, i, n); };
+    constexpr bool vector_op = vector_op_of<M>();
+    dlanes<D> v;
+    if constexpr (K == op_kind::convert) {
+      constexpr dtype DU = P::dt(P::operand(M, 0));
+      const auto x = opnd(c0);
+      if constexpr (std::is_same_v<vt<DU>, float> && std::is_same_v<T, float>) v = x;  // exact, or rounded below
+      else v = lanewise<T>([&](vt<DU> t) { return as_d(t); }, x);
+    } else if constexpr (K == op_kind::where) {
+      const auto pr = opnd(c0);
+      const auto x = opnd(c1);
+      const auto y = opnd(c2);
+      if constexpr (float_lanes(M) && ct == dtype::f32 && float_lanes(P::operand(M, 1)) &&
+                    float_lanes(P::operand(M, 2))) {
+#if FUSEX_HOST_SIMD
+        simd::i32v mask;
+        if constexpr (is_float_vector<std::remove_cv_t<decltype(pr)>>) {
+          mask = pr != 0.0f;
+        } else {
+          for (int l = 0; l < V; ++l) mask[l] = pr[l] != 0 ? -1 : 0;
+        }
+        v = mask ? x : y;
+#endif
+      } else {
+        for (int l = 0; l < V; ++l) v[l] = as_d(pr[l] != 0 ? static_cast<CT>(x[l]) : static_cast<CT>(y[l]));
+      }
+    } else if constexpr (P::nops(M) == 1) {
+      const auto x = opnd(c0);
+      if constexpr (vector_op) {
+#if FUSEX_HOST_SIMD
+        v = codegen::unary<K>(x);
+#endif
+      } else {
+        for (int l = 0; l < V; ++l) v[l] = as_d(codegen::unary<K>(static_cast<CT>(x[l])));
+      }
+    } else {
+      const auto x = opnd(c0);
+      const auto y = opnd(c1);
+      constexpr bool splat_divisor =
+          K == op_kind::div && is_floating(ct) && Md != mode::single && one_value_operand(I, M, 1);
+      if constexpr (splat_divisor) {
+        // one divisor for all the lanes (a row's sum, a norm): its
+        // reciprocal once, then a multiply per lane (within 2 ulp of division)
+        const CT rc = CT(1) / static_cast<CT>(y[0]);
+        if constexpr (vector_op) {
+          v = x * rc;
+        } else {
+          for (int l = 0; l < V; ++l) v[l] = as_d(static_cast<CT>(x[l]) * rc);
+        }
+      } else if constexpr (vector_op) {
+#if FUSEX_HOST_SIMD
+        v = codegen::binary<K>(x, y);
+#endif
+      } else {
+        for (int l = 0; l < V; ++l) v[l] = as_d(codegen::binary<K>(static_cast<CT>(x[l]), static_cast<CT>(y[l])));
+      }
+    }
+    if constexpr (d16 && !NoRound && !codegen::exact_in_dtype<C, M>()) v = round_to<D>(v);
+    return v;
+  }
+
+  // ---- rows -----------------------------------------------------------------
+
+  static constexpr int nroots = Fo::nroots;
+
+  // Root j's lanes.
+  template <int j, mode Md, bool Raw>
+  FUSEX_HOST_INLINE auto root(idx_t i, int n) const {
+    constexpr int I = Fo::root_instance(j);
+    if constexpr (Fo::rec(I).la < 0) return value<I, Md>(i, n);
+    else return eval<I, Md, Raw>(i, n);
+  }
+
+  FUSEX_HOST_INLINE void bind_roots(const idx_t* c, idx_t& limit) {
+    static_for<Fo::nleaf>([&](auto ss) {
+      if constexpr (Fo::lane_leaf(decltype(ss)::value)) b.leaf[decltype(ss)::value].stride = 1;
+    });
+    static_for<nroots>([&](auto jj) { bind<Fo::root_instance(decltype(jj)::value)>(c, 1, limit); });
+  }
+  FUSEX_HOST_INLINE bool lanes_contiguous() const {
+    bool ok = true;
+    static_for<Fo::nleaf>([&](auto ss) {
+      if constexpr (Fo::lane_leaf(decltype(ss)::value)) ok = ok && b.leaf[decltype(ss)::value].stride == 1;
+    });
+    return ok;
+  }
+
+  // Positions [c0, c1) along the roots' last axis at outer coordinates c
+  // (c[r - 1] is overwritten), segment by segment, into the sink.
+  template <class Sink>
+  FUSEX_HOST_INLINE void run(idx_t* c, int r, idx_t c0, idx_t c1, Sink& sink) {
+    idx_t s = c0;
+    while (s < c1) {
+      idx_t n = c1 - s;
+      c[r - 1] = s;
+      bind_roots(c, n);
+      sink.bind(*this, c);
+      idx_t i = 0;
+      if (n >= V && sink.contiguous() && lanes_contiguous()) {
+        for (; i + V <= n; i += V) sink.template put<mode::fast>(*this, i, V);
+      }
+      for (; i < n; i += V) sink.template put<mode::gather>(*this, i, static_cast<int>(n - i < V ? n - i : V));
+      s += n;
+    }
+  }
+  // The one element at coordinates c.
+  template <class Sink>
+  FUSEX_HOST_INLINE void run_one(const idx_t* c, Sink& sink) {
+    idx_t n = 1;
+    bind_roots(c, n);
+    sink.bind(*this, c);
+    sink.template put<mode::gather>(*this, 0, 1);
+  }
+};
+
+// Writes root 0 (write W of the group) into its output.
+template <class C, int W>
+struct write_sink {
+  using P = prog<C>;
+  static constexpr int R = P::write_local(W);
+  static constexpr dtype D = P::dt(R);
+  static constexpr int r = P::rank(R);
+  storage_t<D>* p = nullptr;
+  idx_t stride = 0;
+  template <class E>
+  FUSEX_HOST_INLINE void bind(const E& e, const idx_t* c) {
+    idx_t off = 0;
+    for (int d = 0; d < r; ++d) off += c[d] * e.a.out_str[W][d];
+    p = static_cast<storage_t<D>*>(e.a.out[W]) + off;
+    stride = r > 0 ? e.a.out_str[W][r > 0 ? r - 1 : 0] : 0;
+  }
+  FUSEX_HOST_INLINE bool contiguous() const { return stride == 1; }
+  template <mode Md, class E>
+  FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
+    const auto v = e.template root<0, Md, true>(i, n);
+    if constexpr (Md == mode::fast) store<D, Md>(p + i, 1, V, v);
+    else store<D, Md>(p + i * stride, stride, n, v);
+  }
+};
+
+}  // namespace fusex::detail::host_engine

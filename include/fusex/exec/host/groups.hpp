@@ -1,0 +1,502 @@
+#pragma once
+// The host executor's groups on the row engine: pointwise writes, row
+// reductions (a norm's or softmax's rows, each by one thread), and column
+// reductions (over an outer axis: blocks of rows fixed by the extents,
+// merged in block order). OpenMP shares rows, or pieces of long rows,
+// among the threads; every result is independent of the thread count.
+
+#include <array>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "accumulate.hpp"
+#include "engine.hpp"
+
+namespace fusex::detail::host_engine {
+
+inline int default_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// body(begin, end) on nt threads, each a contiguous share of [0, total).
+template <class Body>
+void split_among_threads(idx_t total, int nt, const Body& body) {
+  if (nt <= 1 || total <= 1) {
+    body(idx_t{0}, total);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+#if defined(_OPENMP)
+    const idx_t t = omp_get_thread_num(), k = omp_get_num_threads();
+#else
+    const idx_t t = 0, k = 1;
+#endif
+    body(total * t / k, total * (t + 1) / k);
+  }
+}
+
+// Extents of local U, from the group's expr slots.
+template <class C, int U>
+void extents_of(const group_args<C>& a, idx_t* ext) {
+  static_for<prog<C>::rank(U)>([&](auto dd) {
+    constexpr int d = decltype(dd)::value;
+    ext[d] = codegen::ext_of<C, prog<C>::shape(U, d)>(a);
+  });
+}
+
+// Scratch memory of the calling thread, kept between launches: a column
+// reduction's partial states are megabytes, and fresh pages for them would
+// cost more than the reduction (the kernel clears each page it maps).
+inline void* scratch(std::size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
+// Work below this many elements runs on the calling thread: a parallel
+// region costs microseconds.
+inline constexpr idx_t parallel_threshold = idx_t{1} << 15;
+
+// The rows of a space of extents ext (rank r >= 1), each cut into k pieces
+// of `chunk` positions: piece(c, c0, c1) with c the row's coordinates
+// (c[r - 1] free). Threads take contiguous ranges of pieces and step the
+// coordinates like an odometer.
+template <class Piece>
+void for_each_piece(const idx_t* ext, int r, int threads, const Piece& piece) {
+  idx_t rows = 1;
+  for (int d = 0; d + 1 < r; ++d) rows *= ext[d];
+  const idx_t L = ext[r - 1];
+  if (rows == 0 || L == 0) return;
+  int nt = threads > 0 ? threads : default_threads();
+  if (rows * L < parallel_threshold) nt = 1;
+  // pieces: rows alone when there are enough for the threads, else long
+  // rows cut into chunks of at least 2048 positions
+  idx_t k = 1;
+  if (nt > 1 && rows < 4 * static_cast<idx_t>(nt)) {
+    k = (4 * static_cast<idx_t>(nt) + rows - 1) / rows;
+    const idx_t most = (L + 2047) / 2048;
+    if (k > most) k = most;
+    if (k < 1) k = 1;
+  }
+  idx_t chunk = (L + k - 1) / k;
+  chunk = (chunk + V - 1) / V * V;
+  k = (L + chunk - 1) / chunk;
+  split_among_threads(rows * k, nt, [&](idx_t begin, idx_t end) {
+    if (begin >= end) return;
+    idx_t c[max_rank] = {};
+    idx_t row = begin / k, part = begin % k;
+    for (int d = r - 2; d >= 0; --d) {
+      c[d] = row % ext[d];
+      row /= ext[d];
+    }
+    for (idx_t it = begin; it < end; ++it) {
+      const idx_t c0 = part * chunk, c1 = c0 + chunk < L ? c0 + chunk : L;
+      piece(c, c0, c1);
+      if (++part == k) {
+        part = 0;
+        for (int d = r - 2; d >= 0; --d) {
+          if (++c[d] < ext[d]) break;
+          c[d] = 0;
+        }
+      }
+    }
+  });
+}
+
+// Positions [c0, c1) of write W's row at coordinates c (flattened: the
+// whole evaluation inlines into the row loop, its lanes in registers).
+template <class C, bool Dense, int W>
+FUSEX_HOST_FLATTEN void write_piece(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t c0, idx_t c1) {
+  using Fo = forest<C, Dense, prog<C>::write_local(W)>;
+  engine<C, Fo> e{a, red, {}};
+  write_sink<C, W> sink;
+  e.run(c, prog<C>::rank(prog<C>::write_local(W)), c0, c1, sink);
+}
+
+// Write W over its whole domain.
+template <class C, bool Dense, int W>
+void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
+  using Q = prog<C>;
+  constexpr int R = Q::write_local(W);
+  constexpr int r = Q::rank(R);
+  if constexpr (r == 0) {
+    engine<C, forest<C, Dense, R>> e{a, red, {}};
+    write_sink<C, W> sink;
+    idx_t c[1] = {0};
+    e.run_one(c, sink);
+  } else {
+    idx_t ext[max_rank] = {};
+    extents_of<C, R>(a, ext);
+    for_each_piece(ext, r, threads, [&](idx_t* c, idx_t c0, idx_t c1) { write_piece<C, Dense, W>(a, red, c, c0, c1); });
+  }
+}
+
+template <class C>
+void pointwise_host(const group_args<C>& a, int threads) {
+  static_for<prog<C>::nwrites()>([&](auto ww) { write_pass<C, false, decltype(ww)::value>(a, {}, threads); });
+}
+
+// ---- reductions ---------------------------------------------------------------
+
+// The host's reducer of reduction M: sums and moments in double.
+template <class C, int M>
+using host_reducer = codegen::reducer<prog<C>::op(M), prog<C>::dt(prog<C>::operand(M, 0)), double,
+                                      prog<C>::op(M) == op_kind::var_mean && (prog<C>::flag(M) & 2) != 0>;
+
+// An earlier full var_mean of the group over the same operand and axis as
+// mean-only var_mean m (LayerNorm's mean beside its variance): its local,
+// or -1. The mean is then read from its moments, not summed again.
+template <class C>
+consteval int moments_twin(int m) {
+  using Q = prog<C>;
+  if (Q::op(m) != op_kind::var_mean || (Q::flag(m) & 2) == 0) return -1;
+  for (int t = 0; t < m; ++t)
+    if (Q::computes(t) && Q::op(t) == op_kind::var_mean && (Q::flag(t) & 2) == 0 &&
+        Q::operand(t, 0) == Q::operand(m, 0) && Q::axis(t) == Q::axis(m))
+      return t;
+  return -1;
+}
+
+// The mean of mean-only var_mean M from its twin's moments over len values
+// (NaN over none, as the sum would give).
+template <class C, int M>
+inline vt<prog<C>::dt(M)> twin_mean(const codegen::moments<double>& s, idx_t len) {
+  return codegen::to_dtype<prog<C>::dt(M)>(len > 0 ? s.mean : static_cast<double>(NAN));
+}
+
+// Reductions in passes: a reduction whose operand reads other reductions of
+// the group comes a level after them; each level is one pass.
+template <class C>
+struct reduction_levels {
+  using Q = prog<C>;
+  static constexpr int NL = Q::nlocals();
+  static consteval int level(int m) {
+    bool seen[NL] = {};
+    int stack[NL] = {}, sp = 0, best = -1;
+    stack[sp++] = Q::operand(m, 0);
+    seen[Q::operand(m, 0)] = true;
+    while (sp > 0) {
+      const int u = stack[--sp];
+      if (Q::computes(u)) {
+        const int lu = level(u);
+        best = lu > best ? lu : best;
+        continue;
+      }
+      if (Q::is_leaf(u)) continue;
+      for (int k = 0; k < Q::nops(u); ++k)
+        if (!seen[Q::operand(u, k)]) seen[Q::operand(u, k)] = true, stack[sp++] = Q::operand(u, k);
+    }
+    return best + 1;
+  }
+  static consteval bool in_pass(int m) { return Q::computes(m) && moments_twin<C>(m) < 0; }
+  static consteval int count_levels() {
+    int n = 0;
+    for (int m = 0; m < NL; ++m)
+      if (in_pass(m) && level(m) + 1 > n) n = level(m) + 1;
+    return n;
+  }
+  static constexpr int nlevels = count_levels();
+  static consteval int count(int lv) {
+    int n = 0;
+    for (int m = 0; m < NL; ++m) n += in_pass(m) && level(m) == lv;
+    return n;
+  }
+  template <int Lv>
+  static consteval std::array<int, count(Lv)> list() {
+    std::array<int, count(Lv)> r{};
+    int n = 0;
+    for (int m = 0; m < NL; ++m)
+      if (in_pass(m) && level(m) == Lv) r[static_cast<std::size_t>(n++)] = m;
+    return r;
+  }
+  // Calls f(ic<M>...) with the reductions of level Lv.
+  template <int Lv, class F>
+  static void with_level(F&& f) {
+    constexpr auto l = list<Lv>();
+    [&]<std::size_t... I>(std::index_sequence<I...>) { f(ic<l[I]>{}...); }(std::make_index_sequence<l.size()>{});
+  }
+};
+
+// Reductions Ms of a row group, as one pass's sink.
+template <class C, int... Ms>
+struct row_reduce_sink {
+  std::tuple<row_acc<host_reducer<C, Ms>>...> acc;
+  template <class E>
+  FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
+  FUSEX_HOST_INLINE bool contiguous() const { return true; }
+  template <mode Md, class E>
+  FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((Md == mode::fast ? std::get<J>(acc).add(e.template root<static_cast<int>(J), Md, false>(i, n))
+                         : std::get<J>(acc).add_part(e.template root<static_cast<int>(J), Md, false>(i, n), n)),
+       ...);
+    }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+  }
+};
+
+// One row of a row group at outer coordinates c (rank rd; c[rd - 1] free).
+template <class C>
+FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
+  using Q = prog<C>;
+  using Lv = reduction_levels<C>;
+  constexpr int X = Q::operand(Q::reduction(), 0);
+  constexpr int rd = Q::rank(X);
+  codegen::reduction_values<C, 1> rv{};
+  codegen::moments<double> moments[Q::nreductions() > 0 ? Q::nreductions() : 1];
+  bool mean_valid[Q::nreductions() > 0 ? Q::nreductions() : 1] = {};
+  const reduced<C> red{&rv, nullptr};
+  static_for<Lv::nlevels>([&](auto lv) {
+    constexpr int level = decltype(lv)::value;
+    Lv::template with_level<level>([&](auto... ms) {
+      using Fo = forest<C, false, Q::operand(decltype(ms)::value, 0)...>;
+      engine<C, Fo> e{a, red, {}};
+      row_reduce_sink<C, decltype(ms)::value...> sink;
+      e.run(c, rd, 0, L, sink);
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        (
+            [&] {
+              constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
+              using RD = host_reducer<C, M>;
+              auto& acc = std::get<J>(sink.acc);
+              const auto s = acc.finish();
+              if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
+                moments[Q::red_index(M)] = s;
+                mean_valid[Q::red_index(M)] = host_engine::mean_valid(acc);
+              }
+              rv.template at<Q::red_index(M)>()[0] = RD::template finish<Q::dt(M)>(s, L, Q::value(M));
+            }(),
+            ...);
+      }(std::index_sequence_for<decltype(ms)...>{});
+    });
+    // mean-only twins of this level's moments (summed after all if the
+    // moments met an infinity)
+    static_for<Q::nlocals()>([&](auto mm) {
+      constexpr int M = decltype(mm)::value;
+      if constexpr (Q::computes(M) && moments_twin<C>(M) >= 0) {
+        if constexpr (Lv::level(moments_twin<C>(M)) == level) {
+          constexpr int T = moments_twin<C>(M);
+          if (mean_valid[Q::red_index(T)]) {
+            rv.template at<Q::red_index(M)>()[0] = twin_mean<C, M>(moments[Q::red_index(T)], L);
+          } else {
+            engine<C, forest<C, false, Q::operand(M, 0)>> e{a, red, {}};
+            row_reduce_sink<C, M> sink;
+            e.run(c, rd, 0, L, sink);
+            rv.template at<Q::red_index(M)>()[0] =
+                host_reducer<C, M>::template finish<Q::dt(M)>(std::get<0>(sink.acc).finish(), L, Q::value(M));
+          }
+        }
+      }
+    });
+  });
+  // Writes: row-domain shaped values along the row, row-shaped ones once.
+  static_for<Q::nwrites()>([&](auto ww) {
+    constexpr int w = decltype(ww)::value;
+    constexpr int R = Q::write_local(w);
+    engine<C, forest<C, false, R>> e{a, red, {}};
+    write_sink<C, w> sink;
+    if constexpr (Q::rank(R) == rd && !Q::static1(R, rd - 1)) {
+      e.run(c, rd, 0, L, sink);
+    } else {
+      c[rd - 1] = 0;
+      e.run_one(c, sink);
+    }
+  });
+}
+
+template <class C>
+void row_reduction_host(const group_args<C>& a, int threads) {
+  using Q = prog<C>;
+  constexpr int X = Q::operand(Q::reduction(), 0);
+  constexpr int rd = Q::rank(X);
+  idx_t ext[max_rank] = {};
+  extents_of<C, X>(a, ext);
+  idx_t rows = 1;
+  for (int d = 0; d + 1 < rd; ++d) rows *= ext[d];
+  const idx_t L = ext[rd - 1];
+  int nt = threads > 0 ? threads : default_threads();
+  if (rows * (L > 0 ? L : 1) < parallel_threshold) nt = 1;
+  split_among_threads(rows, nt, [&](idx_t begin, idx_t end) {
+    if (begin >= end) return;
+    idx_t c[max_rank] = {};
+    idx_t rr = begin;
+    for (int d = rd - 2; d >= 0; --d) {
+      c[d] = rr % ext[d];
+      rr /= ext[d];
+    }
+    for (idx_t i = begin; i < end; ++i) {
+      row_host<C>(a, c, L);
+      for (int d = rd - 2; d >= 0; --d) {
+        if (++c[d] < ext[d]) break;
+        c[d] = 0;
+      }
+    }
+  });
+}
+
+// Reductions Ms of a column group over one tile, as one pass's sink.
+template <class C, int... Ms>
+struct column_reduce_sink {
+  std::tuple<column_acc<host_reducer<C, Ms>>...>& acc;
+  idx_t base = 0;  // tile position of the segment's lane 0
+  idx_t c0 = 0;
+  int r = 0;
+  template <class E>
+  FUSEX_HOST_INLINE void bind(const E&, const idx_t* c) {
+    base = c[r - 1] - c0;
+  }
+  FUSEX_HOST_INLINE bool contiguous() const { return true; }
+  template <mode Md, class E>
+  FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (std::get<J>(acc).template add<Md>(base + i, e.template root<static_cast<int>(J), Md, false>(i, n), n), ...);
+    }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+  }
+};
+
+// The rows [t0, t1) of X's reduced axis for one tile [c0, c1) of the inner
+// axis at outer coordinates c (c[ax] and c[rx - 1] free).
+template <class C, class Fo, class Acc, int... Ms>
+FUSEX_HOST_FLATTEN void column_block(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t t0, idx_t t1, idx_t c0,
+                                      idx_t c1, Acc& acc) {
+  using Q = prog<C>;
+  constexpr int X = Q::operand(Q::reduction(), 0);
+  constexpr int rx = Q::rank(X);
+  constexpr int ax = Q::axis(Q::reduction());
+  engine<C, Fo> e{a, red, {}};
+  column_reduce_sink<C, Ms...> sink{acc, 0, c0, rx};
+  for (idx_t t = t0; t < t1; ++t) {
+    c[ax] = t;
+    e.run(c, rx, c0, c1, sink);
+    std::apply([](auto&... x) { (x.row_done(), ...); }, acc);
+  }
+  std::apply([](auto&... x) { (x.flush(), ...); }, acc);
+}
+
+template <class C>
+void column_reduction_host(const group_args<C>& a, int threads) {
+  using Q = prog<C>;
+  using Lv = reduction_levels<C>;
+  constexpr int X = Q::operand(Q::reduction(), 0);
+  constexpr int rx = Q::rank(X);
+  constexpr int ax = Q::axis(Q::reduction());
+  static_assert(ax < rx - 1, "fusex internal: a column reduction over the innermost axis");
+  idx_t xext[max_rank] = {};
+  extents_of<C, X>(a, xext);
+  const idx_t T_len = xext[ax], Lc = xext[rx - 1];
+  // output rows: X's rows without the reduced axis
+  idx_t orows = 1;
+  for (int d = 0; d + 1 < rx; ++d)
+    if (d != ax) orows *= xext[d];
+  const idx_t nout = orows * Lc;
+  const int nt = threads > 0 ? threads : default_threads();
+  // blocks of at least 64 rows, at most 16 of them: fixed by the extents
+  idx_t nb = T_len / 64;
+  if (nb > 16) nb = 16;
+  if (nb < 1) nb = 1;
+  // finished values of every computed reduction, dense over the output (8
+  // bytes a value whatever its type), then each level's partial states
+  constexpr int NR = Q::nreductions() > 0 ? Q::nreductions() : 1;
+  const std::size_t nvals = static_cast<std::size_t>(nout > 0 ? nout : 1);
+  std::size_t part_bytes = 0;
+  static_for<Lv::nlevels>([&](auto lv) {
+    std::size_t b = 0;
+    Lv::template with_level<decltype(lv)::value>([&](auto... ms) {
+      b = ((sizeof(typename host_reducer<C, decltype(ms)::value>::state) * static_cast<std::size_t>(nb) * nvals) + ...);
+    });
+    part_bytes = b > part_bytes ? b : part_bytes;
+  });
+  auto* work = static_cast<std::byte*>(scratch(NR * nvals * 8 + part_bytes));
+  const void* dense[NR] = {};
+  static_for<Q::nlocals()>([&](auto mm) {
+    constexpr int M = decltype(mm)::value;
+    if constexpr (Q::computes(M)) dense[Q::red_index(M)] = work + Q::red_index(M) * nvals * 8;
+  });
+  std::byte* part_base = work + NR * nvals * 8;
+  const reduced<C> red{nullptr, dense};
+  constexpr idx_t tile_max = 1024;
+  const idx_t tile = Lc < tile_max ? Lc : tile_max;
+  const idx_t ntiles = tile > 0 ? (Lc + tile - 1) / tile : 0;
+  const auto out_coords = [&](idx_t orow, idx_t* c) {
+    for (int d = rx - 2; d >= 0; --d) {
+      if (d == ax) continue;
+      c[d] = orow % xext[d];
+      orow /= xext[d];
+    }
+  };
+  static_for<Lv::nlevels>([&](auto lv) {
+    Lv::template with_level<decltype(lv)::value>([&](auto... ms) {
+      using Fo = forest<C, true, Q::operand(decltype(ms)::value, 0)...>;
+      using Acc = std::tuple<column_acc<host_reducer<C, decltype(ms)::value>>...>;
+      // partial states of block b at position o: parts_J[b * nout + o]
+      std::tuple<typename host_reducer<C, decltype(ms)::value>::state*...> parts;
+      {
+        std::byte* p = part_base;
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+          ((std::get<J>(parts) = reinterpret_cast<std::remove_reference_t<decltype(std::get<J>(parts))>>(p),
+            p += sizeof(*std::get<J>(parts)) * static_cast<std::size_t>(nb) * nvals),
+           ...);
+        }(std::index_sequence_for<decltype(ms)...>{});
+      }
+      const idx_t tasks = nb * orows * ntiles;
+      int n_threads = nt;
+      if (T_len * nout < parallel_threshold) n_threads = 1;
+      split_among_threads(tasks, n_threads, [&](idx_t begin, idx_t end) {
+        for (idx_t task = begin; task < end; ++task) {
+          const idx_t blk = task / (orows * ntiles), rest = task % (orows * ntiles);
+          const idx_t orow = rest / ntiles, c0 = (rest % ntiles) * tile;
+          const idx_t c1 = c0 + tile < Lc ? c0 + tile : Lc;
+          idx_t c[max_rank] = {};
+          out_coords(orow, c);
+          Acc acc{column_acc<host_reducer<C, decltype(ms)::value>>(c1 - c0)...};
+          column_block<C, Fo, Acc, decltype(ms)::value...>(a, red, c, T_len * blk / nb, T_len * (blk + 1) / nb, c0, c1, acc);
+          [&]<std::size_t... J>(std::index_sequence<J...>) {
+            ((std::copy(std::get<J>(acc).s.begin(), std::get<J>(acc).s.end(),
+                        std::get<J>(parts) + (blk * nout + orow * Lc + c0))),
+             ...);
+          }(std::index_sequence_for<decltype(ms)...>{});
+        }
+      });
+      // merge the blocks in order, finish, and read twins' means
+      split_among_threads(nout, nout * nb < parallel_threshold ? 1 : nt, [&](idx_t begin, idx_t end) {
+        for (idx_t o = begin; o < end; ++o) {
+          [&]<std::size_t... J>(std::index_sequence<J...>) {
+            (
+                [&] {
+                  constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
+                  using RD = host_reducer<C, M>;
+                  auto& part = std::get<J>(parts);
+                  auto s = part[static_cast<std::size_t>(o)];
+                  for (idx_t blk = 1; blk < nb; ++blk) s = RD::combine(s, part[static_cast<std::size_t>(blk * nout + o)]);
+                  using T = vt<Q::dt(M)>;
+                  static_cast<T*>(const_cast<void*>(dense[Q::red_index(M)]))[o] = RD::template finish<Q::dt(M)>(s, T_len, Q::value(M));
+                  if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
+                    static_for<Q::nlocals()>([&](auto tt) {
+                      constexpr int W = decltype(tt)::value;
+                      if constexpr (Q::computes(W) && moments_twin<C>(W) == M)
+                        static_cast<vt<Q::dt(W)>*>(const_cast<void*>(dense[Q::red_index(W)]))[o] =
+                            twin_mean<C, W>(s, T_len);
+                    });
+                  }
+                }(),
+                ...);
+          }(std::index_sequence_for<decltype(ms)...>{});
+        }
+      });
+    });
+  });
+  // Writes, over their own domains: values of the reductions read their
+  // finished arrays.
+  static_for<Q::nwrites()>([&](auto ww) { write_pass<C, true, decltype(ww)::value>(a, red, threads); });
+}
+
+}  // namespace fusex::detail::host_engine

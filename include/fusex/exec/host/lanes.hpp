@@ -1,0 +1,192 @@
+#pragma once
+// One register of lanes per value, for the host executor's row engine.
+//
+// A value of the float class (f32, and bf16/f16, which compute in f32) is a
+// GCC/Clang vector of `V` floats, exactly one machine register: every op on
+// it is whole-register code and nothing passes through memory. Doubles and
+// integers (the cold classes: f64 groups, comparisons, indices) are plain
+// arrays of V values, computed lane by lane; the compiler's SLP vectoriser
+// takes what it can. Without vector extensions (nvcc's host pass) every
+// class is an array.
+//
+// Loads and stores come in three modes:
+//   fast    V consecutive elements (unit stride, all in range)
+//   gather  n <= V lanes at a run-time stride; lanes past n repeat lane
+//           n - 1, so no address leaves the run
+//   single  one element, splat over the lanes (row-invariant values)
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../codegen/ops.hpp"
+#include "../../codegen/storage.hpp"
+#include "../../core/simd.hpp"
+
+namespace fusex::detail::host_engine {
+
+using codegen::vt;
+using idx_t = long long;
+
+#if FUSEX_HOST_SIMD
+inline constexpr int V = simd::width;
+#else
+inline constexpr int V = 4;
+#endif
+
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define FUSEX_HOST_INLINE inline __attribute__((always_inline))
+#else
+#define FUSEX_HOST_INLINE inline
+#endif
+
+template <class T>
+struct arr {
+  T v[V];
+  FUSEX_HOST_INLINE T& operator[](int l) { return v[l]; }
+  FUSEX_HOST_INLINE const T& operator[](int l) const { return v[l]; }
+};
+
+template <class T>
+struct lane_type {
+  using type = arr<T>;
+};
+#if FUSEX_HOST_SIMD
+template <>
+struct lane_type<float> {
+  using type = simd::f32v;
+};
+inline constexpr bool float_vectors = true;
+#else
+inline constexpr bool float_vectors = false;
+#endif
+
+// The lanes of a value held as T (float, double or long long) ...
+template <class T>
+using lanes = typename lane_type<T>::type;
+// ... and of a value of dtype D.
+template <dtype D>
+using dlanes = lanes<vt<D>>;
+
+template <class L>
+inline constexpr bool is_float_vector = false;
+#if FUSEX_HOST_SIMD
+template <>
+inline constexpr bool is_float_vector<simd::f32v> = true;
+#endif
+
+enum class mode { fast, gather, single };
+
+template <class T>
+FUSEX_HOST_INLINE lanes<T> splat(T x) {
+  lanes<T> r;
+  for (int l = 0; l < V; ++l) r[l] = x;
+  return r;
+}
+
+// r[l] = f(x[l]) lane by lane, for ops without a vector form.
+template <class R, class F, class... A>
+FUSEX_HOST_INLINE lanes<R> lanewise(F f, const A&... x) {
+  lanes<R> r;
+  for (int l = 0; l < V; ++l) r[l] = f(x[l]...);
+  return r;
+}
+
+// ---- 16-bit rounding --------------------------------------------------------
+// Float lanes rounded to what dtype D holds (16-bit floats: to nearest even),
+// or converted to D's value (other dtypes), lane by lane.
+template <dtype D>
+FUSEX_HOST_INLINE dlanes<D> round_to(const dlanes<D>& v) {
+  if constexpr (D == dtype::f32 || D == dtype::f64) {
+    return v;
+  } else if constexpr (D == dtype::bf16 && is_float_vector<dlanes<D>>) {
+#if FUSEX_HOST_SIMD
+    return simd::bf16_bits_to_f32(simd::f32_to_bf16_bits(v));
+#endif
+  } else {
+    return lanewise<vt<D>>([](vt<D> x) { return codegen::to_dtype<D>(x); }, v);
+  }
+}
+
+// ---- loads ------------------------------------------------------------------
+// Lanes of dtype D at typed pointer p (lane 0), lane l at p + l * stride.
+template <dtype D, mode M>
+FUSEX_HOST_INLINE dlanes<D> load(const storage_t<D>* p, idx_t stride, int n) {
+  if constexpr (M == mode::single) {
+    return splat(codegen::load_value<D>(p, 0));
+  } else if constexpr (M == mode::fast) {
+#if FUSEX_HOST_SIMD
+    if constexpr (D == dtype::bf16) {
+      simd::u16v h;
+      std::memcpy(&h, p, sizeof h);
+      return simd::bf16_bits_to_f32(h);
+    } else if constexpr (D == dtype::f32) {
+      simd::f32v v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+#endif
+    dlanes<D> r;
+    for (int l = 0; l < V; ++l) r[l] = codegen::load_value<D>(p, l);
+    return r;
+  } else {
+    dlanes<D> r;
+    for (int l = 0; l < V; ++l) r[l] = codegen::load_value<D>(p, static_cast<idx_t>(l < n ? l : n - 1) * stride);
+    return r;
+  }
+}
+
+// Values held as T (a reduction's finished values) in a dense array.
+template <class T, mode M>
+FUSEX_HOST_INLINE lanes<T> load_held(const T* p, idx_t stride, int n) {
+  if constexpr (M == mode::single) {
+    return splat(p[0]);
+  } else if constexpr (M == mode::fast && is_float_vector<lanes<T>>) {
+    lanes<T> v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    lanes<T> r;
+    for (int l = 0; l < V; ++l) r[l] = p[M == mode::fast ? l : static_cast<idx_t>(l < n ? l : n - 1) * stride];
+    return r;
+  }
+}
+
+// ---- stores -----------------------------------------------------------------
+// The first n lanes (all V when fast) to p + l * stride, rounding 16-bit
+// floats (a root held unrounded is rounded once, here).
+template <dtype D, mode M>
+FUSEX_HOST_INLINE void store(storage_t<D>* p, idx_t stride, int n, const dlanes<D>& v) {
+  if constexpr (M == mode::fast) {
+#if FUSEX_HOST_SIMD
+    if constexpr (D == dtype::bf16) {
+      const simd::u16v h = simd::f32_to_bf16_bits(v);
+      std::memcpy(static_cast<void*>(p), &h, sizeof h);
+      return;
+    } else if constexpr (D == dtype::f32) {
+      std::memcpy(p, &v, sizeof v);
+      return;
+    }
+#endif
+    for (int l = 0; l < V; ++l) codegen::store_value<D>(p, l, v[l]);
+  } else {
+    for (int l = 0; l < n; ++l) codegen::store_value<D>(p, static_cast<idx_t>(l) * stride, v[l]);
+  }
+}
+
+// ---- conversions ------------------------------------------------------------
+// Lanes of dtype DU as values of dtype D (rounded to D), as the prims define
+// a conversion: 16-bit results round to nearest even, integers wrap,
+// float-to-int truncates and saturates.
+template <dtype D, dtype DU>
+FUSEX_HOST_INLINE dlanes<D> convert(const dlanes<DU>& x) {
+  if constexpr (D == DU) {
+    return x;
+  } else if constexpr (std::is_same_v<vt<D>, float> && std::is_same_v<vt<DU>, float>) {
+    return round_to<D>(x);  // f32 <-> 16-bit: the same float lanes, rounded
+  } else {
+    return lanewise<vt<D>>([](vt<DU> a) { return codegen::to_dtype<D>(a); }, x);
+  }
+}
+
+}  // namespace fusex::detail::host_engine
