@@ -140,6 +140,11 @@ TEST_CASE("host register lanes: every float function agrees with its scalar form
   check_lanes("sqrt", [](auto x) { return m::sqrt(x); }, pos);
   check_lanes("log of negatives", [](auto x) { return m::log(x); }, wide);
   check_lanes("maximum", [](auto x) { return m::maximum(x, x * 0.5f - 1.0f); }, wide);
+  // one operand NaN, the other not (sqrt of a negative)
+  check_lanes("maximum with a NaN second", [](auto x) { return m::maximum(x, m::sqrt(x)); }, wide);
+  check_lanes("maximum with a NaN first", [](auto x) { return m::maximum(m::sqrt(x), x); }, wide);
+  check_lanes("minimum with a NaN second", [](auto x) { return m::minimum(x, m::sqrt(x)); }, wide);
+  check_lanes("minimum with a NaN first", [](auto x) { return m::minimum(m::sqrt(x), x); }, wide);
   check_lanes("minimum", [](auto x) { return m::minimum(x, x * 0.5f - 1.0f); }, wide);
 }
 
@@ -152,16 +157,17 @@ TEST_CASE("host register lanes: bf16 rounding agrees with bf16::from_float on sa
     bits.push_back(u);
   while (bits.size() % s::width) bits.push_back(0);
   for (std::size_t i = 0; i < bits.size(); i += s::width) {
-    float in[s::width], back[s::width];
+    float in[s::width], back[s::width], rounded[s::width];
     std::memcpy(in, bits.data() + i, sizeof in);
-    std::uint16_t h[s::width];
-    s::store_bf16<s::width>(h, in);
-    s::load_bf16<s::width>(h, back);
+    const s::u16v h = s::f32_to_bf16_bits(s::load(in));
+    s::store(back, s::bf16_bits_to_f32(h));
+    s::store(rounded, s::round_bf16(s::load(in)));
     for (int l = 0; l < s::width; ++l) {
       INFO("pattern 0x" << std::hex << bits[i + l]);
       REQUIRE(h[l] == fusex::bf16::from_float(in[l]));
       const float want = fusex::bf16::to_float(h[l]);
       REQUIRE(std::memcmp(&back[l], &want, sizeof want) == 0);
+      REQUIRE(std::memcmp(&rounded[l], &want, sizeof want) == 0);
     }
   }
 }

@@ -176,52 +176,14 @@ struct context {
   const unsigned char* const* row_cache = nullptr;
   const idx_t* row_outer = nullptr;  // the cached row's outer coordinates
   int lane = 0;  // one-value evaluations in column groups: the lane they stand for
-  // The host's row groups: the current row's row-invariant values
-  // (row_value_slot), computed once per row instead of once per run.
-  const double* row_values = nullptr;
   // A lanes-mode evaluation could not keep its lanes together (lanes_fail):
   // the caller redoes the run one value at a time.
   mutable bool failed = false;
 };
 
-// Row-invariant values of a row group: computed floats of the row's shape
-// with the reduced axis kept as 1 (a norm's 1 / sqrt(var + eps)). Every run
-// of a row reads them as one value; the host computes them once per row.
-// Their slot, or -1.
-template <class C>
-consteval int row_value_slot(int u) {
-  using P = prog<C>;
-  if (P::kind() != group_kind::row_reduction) return -1;
-  const int X = P::operand(P::reduction(), 0), rd = P::rank(X);
-  int k = 0;
-  for (int i = 0; i < P::nlocals(); ++i) {
-    const dtype d = P::dt(i);
-    const bool fits = !P::is_leaf(i) && category(P::op(i)) == op_category::elementwise && P::rank(i) == rd &&
-                      P::static1(i, rd - 1) && (d == dtype::f32 || d == dtype::f64 || is_16bit(d));
-    if (i == u) return fits ? k : -1;
-    k += fits;
-  }
-  return -1;
-}
-template <class C>
-consteval int row_value_count() {
-  int n = 0;
-  for (int i = 0; i < prog<C>::nlocals(); ++i) n += row_value_slot<C>(i) >= 0;
-  return n;
-}
-
-// One value of local U at idx, from the row cache when U has a slot there.
+// One value of local U at idx.
 template <class C, int U, class Ctx>
 FUSEX_HD inline vt<prog<C>::dt(U)> eval_one(const Ctx& cx, const idx_t* idx);
-template <class C, int U, class Ctx>
-FUSEX_HD inline vt<prog<C>::dt(U)> row_value_or_eval(const Ctx& cx, const idx_t* idx) {
-#if !FUSEX_DEVICE_PASS
-  if constexpr (constexpr int slot = row_value_slot<C>(U); slot >= 0) {
-    if (cx.row_values) return static_cast<vt<prog<C>::dt(U)>>(cx.row_values[slot]);
-  }
-#endif
-  return eval_one<C, U>(cx, idx);
-}
 
 // Members of the frame rooted at local R, their register class (0 float,
 // 1 double, 2 long long) and position. Read through the accessors, which
@@ -381,24 +343,6 @@ consteval scale_shift scale_shift_of() {
   return r;
 }
 
-// Host lanes of float computed as one vector (simd.hpp): M computes in
-// f32, its value and its operands' are held as floats, and the lanes fill
-// whole registers.
-template <class C, int M, int W>
-consteval bool host_vector_op() {
-#if FUSEX_HOST_SIMD
-  using P = prog<C>;
-  const auto held_as_float = [](dtype d) { return d == dtype::f32 || d == dtype::bf16 || d == dtype::f16; };
-  if (W % simd::width != 0 || compute_dtype_of<C, M>() != dtype::f32 || !held_as_float(P::dt(M))) return false;
-  if (is_comparison(P::op(M))) return false;
-  for (int k = 0; k < P::nops(M); ++k)
-    if (!held_as_float(P::dt(P::operand(M, k)))) return false;
-  return true;
-#else
-  return false;
-#endif
-}
-
 // Is M a where whose two values have M's dtype?
 template <class C, int M>
 consteval bool selects_dtype() {
@@ -494,7 +438,7 @@ FUSEX_HD inline void remap_operand(const Ctx& cx, const I* iu, rep_t<prog<C>::dt
     idx_t i1[ru > 0 ? ru : 1];
 FUSEX_UNROLL
     for (int d = 0; d < ru; ++d) i1[d] = iu[d];
-    splat_rep<DU, W>(row_value_or_eval<C, U>(cx, i1), tmp);
+    splat_rep<DU, W>(eval_one<C, U>(cx, i1), tmp);
   } else {
     eval<C, U, W, LU, I>(cx, iu, tmp);
   }
@@ -763,7 +707,7 @@ FUSEX_UNROLL
           idx_t iu[ru > 0 ? ru : 1];
 FUSEX_UNROLL
           for (int d = 0; d < ru; ++d) iu[d] = ((mask >> d) & 1) ? 0 : static_cast<idx_t>(idx[d]);
-          splat_rep<DU, W>(row_value_or_eval<C, U>(cx, iu), tmp);
+          splat_rep<DU, W>(eval_one<C, U>(cx, iu), tmp);
         } else {
           I iu[ru];
 FUSEX_UNROLL
@@ -837,17 +781,11 @@ FUSEX_UNROLL
       } else if constexpr (P::nops(M) == 1) {
         vt<P::dt(P::operand(M, 0))> x[W];
         operand_values(c0, x);
-        if constexpr (host_vector_op<C, M, W>()) {
-#if FUSEX_HOST_SIMD
-          simd::map<W>(v, x, [](simd::f32v a) { return unary<K>(a); });
-#endif
-        } else {
 FUSEX_UNROLL
-          for (int l = 0; l < W; ++l) {
-            const vt<ct> t = unary<K>(static_cast<vt<ct>>(x[l]));
-            if constexpr (is_16bit(D)) v[l] = t;
-            else v[l] = to_dtype<D>(t);
-          }
+        for (int l = 0; l < W; ++l) {
+          const vt<ct> t = unary<K>(static_cast<vt<ct>>(x[l]));
+          if constexpr (is_16bit(D)) v[l] = t;
+          else v[l] = to_dtype<D>(t);
         }
       } else if constexpr (constexpr scale_shift sc = scale_shift_of<C, M>(); sc.u >= 0) {
         // (u + k) * 2^e as one fused multiply-add, exactly: the scaling by a
@@ -864,22 +802,12 @@ FUSEX_UNROLL
           // one divisor for all the lanes (a row's sum, a norm): its
           // reciprocal once, then a multiply per lane (within 2 ulp of division)
           const vt<ct> rc = vt<ct>(1) / static_cast<vt<ct>>(y[0]);
-          if constexpr (host_vector_op<C, M, W>()) {
-#if FUSEX_HOST_SIMD
-            simd::map<W>(v, x, [rc](simd::f32v a) { return a * rc; });
-#endif
-          } else {
 FUSEX_UNROLL
-            for (int l = 0; l < W; ++l) {
-              const vt<ct> t = static_cast<vt<ct>>(x[l]) * rc;
-              if constexpr (is_16bit(D)) v[l] = static_cast<float>(t);
-              else v[l] = to_dtype<D>(t);
-            }
+          for (int l = 0; l < W; ++l) {
+            const vt<ct> t = static_cast<vt<ct>>(x[l]) * rc;
+            if constexpr (is_16bit(D)) v[l] = static_cast<float>(t);
+            else v[l] = to_dtype<D>(t);
           }
-        } else if constexpr (host_vector_op<C, M, W>()) {
-#if FUSEX_HOST_SIMD
-          simd::map<W>(v, x, y, [](simd::f32v a, simd::f32v b) { return binary<K>(a, b); });
-#endif
         } else {
 FUSEX_UNROLL
           for (int l = 0; l < W; ++l) {

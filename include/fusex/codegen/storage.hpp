@@ -116,12 +116,6 @@ FUSEX_UNROLL
     return;
   }
 #endif
-#if FUSEX_HOST_SIMD
-  if constexpr (D == dtype::bf16 && W % simd::width == 0) {
-    simd::round_bf16<W>(v);
-    return;
-  }
-#endif
   if constexpr (D != dtype::f32 && D != dtype::f64) {
 FUSEX_UNROLL
     for (int l = 0; l < W; ++l) v[l] = to_dtype<D>(v[l]);
@@ -301,19 +295,6 @@ FUSEX_UNROLL
     }
   }
   FUSEX_COLD();
-#else
-  // Unit stride (the common case) as its own loop: with a compile-time
-  // stride the conversions vectorise.
-  if (step == 1) {
-#if FUSEX_HOST_SIMD
-    if constexpr (D == dtype::bf16 && W % simd::width == 0) {
-      simd::load_bf16<W>(static_cast<const storage_t<D>*>(p) + off, out);
-      return;
-    }
-#endif
-    for (int l = 0; l < W; ++l) out[l] = load_value<D>(p, static_cast<long long>(off) + l);
-    return;
-  }
 #endif
 FUSEX_UNROLL
   for (int l = 0; l < W; ++l) out[l] = load_value<D>(p, static_cast<long long>(off) + static_cast<long long>(l) * step);
@@ -337,17 +318,6 @@ FUSEX_UNROLL
     }
   }
   FUSEX_COLD();
-#else
-  if (step == 1) {
-#if FUSEX_HOST_SIMD
-    if constexpr (D == dtype::bf16 && W % simd::width == 0) {
-      simd::store_bf16<W>(static_cast<storage_t<D>*>(p) + off, v);
-      return;
-    }
-#endif
-    for (int l = 0; l < W; ++l) store_value<D>(p, static_cast<long long>(off) + l, v[l]);
-    return;
-  }
 #endif
 FUSEX_UNROLL
   for (int l = 0; l < W; ++l) store_value<D>(p, static_cast<long long>(off) + static_cast<long long>(l) * step, v[l]);

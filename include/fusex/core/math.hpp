@@ -103,6 +103,13 @@ inline f32v sel(i32v c, A a, B b) { return c ? simd::as_vector(a) : simd::as_vec
 #endif
 template <class F>
 inline F clamp(F x, float lo, float hi) { return sel(x < lo, lo, sel(x > hi, hi, x)); }
+#if FUSEX_HOST_SIMD
+// The same on lanes, one max and one min: both return their second operand,
+// x, when it is NaN.
+inline f32v clamp(f32v x, float lo, float hi) {
+  return simd::min_else_second(simd::splat(hi), simd::max_else_second(simd::splat(lo), x));
+}
+#endif
 template <class F>
 inline F horner(F, float c0) { return splat<F>(c0); }
 template <class F, class... C>
@@ -265,6 +272,11 @@ template <class F>
 inline F maximum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a > b, a, b)); }
 template <class F>
 inline F minimum(F a, F b) { return sel((a != a) | (b != b), a + b, sel(a < b, a, b)); }
+#if FUSEX_HOST_SIMD
+// x86 max(b, a) is a NaN when a is; a NaN b is kept by the select.
+inline f32v maximum(f32v a, f32v b) { return sel(b != b, b, simd::max_else_second(b, a)); }
+inline f32v minimum(f32v a, f32v b) { return sel(b != b, b, simd::min_else_second(b, a)); }
+#endif
 template <class F>
 inline F sigmoid(F x) {
   // e^-|x| cannot overflow, and for x < 0, e / (1 + e) keeps results down to

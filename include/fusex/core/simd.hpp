@@ -1,23 +1,25 @@
 #pragma once
-// Float lanes as one value, for the host executor's inner loops.
+// Float lanes as one value, for the host executor's row engine.
 //
-// The host evaluates a group 16 lanes at a time. Left to the compiler's
-// straight-line (SLP) vectoriser, those arrays of 16 vectorise only in
-// part: 16-bit loads, roundings and stores, and any op next to them, come
-// out as scalar code with shuffles through the stack. GCC and Clang vector
-// types state the lanes directly, one machine register each (16 floats with
-// AVX-512, 8 with AVX, 4 otherwise), so every op of the group is whole-
-// register code; map() runs a function over an array of lanes register by
-// register. The math in math.hpp is written once over float and f32v.
+// GCC and Clang vector types state a register of lanes directly (16 floats
+// with AVX-512, 8 with AVX, 4 otherwise), so every op of a group is
+// whole-register code. The float math in math.hpp is written once over
+// float and f32v; the bf16 conversions and the clamps below are the
+// few places where a specific instruction beats what the compiler makes
+// of the generic expression (one x86 max or min per clamp instead of a
+// compare and a blend; a pack instead of masks and shuffles).
 //
-// Only for GCC and Clang host compiles: nvcc's host pass keeps the scalar
-// lanes (its front end is not asked to parse vector conditionals).
+// Only for GCC and Clang host compiles: nvcc's host pass keeps scalar lanes
+// (its front end is not asked to parse vector conditionals).
 
 #include <cstdint>
 #include <cstring>
 
 #if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FUSEX_NO_HOST_SIMD)
 #define FUSEX_HOST_SIMD 1
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #else
 #define FUSEX_HOST_SIMD 0
 #endif
@@ -65,16 +67,48 @@ inline f32v splat(float a) {
 inline f32v as_vector(f32v v) { return v; }
 inline f32v as_vector(float a) { return splat(a); }
 
-// out[l] = f(x[l]) (or f(x[l], y[l])) for W lanes, a register at a time.
-template <int W, class F>
-inline void map(float* out, const float* x, F f) {
-  static_assert(W % width == 0, "fusex internal: lanes fill whole registers");
-  for (int k = 0; k < W; k += width) store(out + k, f(load(x + k)));
+// a > b ? a : b and a < b ? a : b, lane by lane: when the lanes are
+// unordered (a NaN) the result is b, as x86's max and min give it.
+inline f32v max_else_second(f32v a, f32v b) {
+#if defined(__AVX512F__)
+  return _mm512_max_ps(a, b);
+#elif defined(__AVX__)
+  return _mm256_max_ps(a, b);
+#elif defined(__SSE__)
+  return _mm_max_ps(a, b);
+#else
+  return a > b ? a : b;
+#endif
 }
-template <int W, class F>
-inline void map(float* out, const float* x, const float* y, F f) {
-  static_assert(W % width == 0, "fusex internal: lanes fill whole registers");
-  for (int k = 0; k < W; k += width) store(out + k, f(load(x + k), load(y + k)));
+inline f32v min_else_second(f32v a, f32v b) {
+#if defined(__AVX512F__)
+  return _mm512_min_ps(a, b);
+#elif defined(__AVX__)
+  return _mm256_min_ps(a, b);
+#elif defined(__SSE__)
+  return _mm_min_ps(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+
+// The upper 16 bits of each lane (values below 2^32 >> 16, so a saturating
+// pack is exact).
+inline u16v upper_halves(u32v r) {
+  const u32v h = r >> 16;
+#if defined(__AVX512F__)
+  return reinterpret_cast<u16v>(_mm512_cvtepi32_epi16(reinterpret_cast<__m512i>(h)));
+#elif defined(__AVX2__)
+  const __m256i p = _mm256_packus_epi32(reinterpret_cast<__m256i>(h), reinterpret_cast<__m256i>(h));
+  return reinterpret_cast<u16v>(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08)));
+#elif defined(__SSE4_1__) && !defined(__AVX__)
+  const __m128i p = _mm_packus_epi32(reinterpret_cast<__m128i>(h), reinterpret_cast<__m128i>(h));
+  u16v out;
+  std::memcpy(&out, &p, sizeof out);
+  return out;
+#else
+  return __builtin_convertvector(h, u16v);
+#endif
 }
 
 // bf16 <-> f32: the upper half of an IEEE binary32, rounded to nearest
@@ -82,39 +116,14 @@ inline void map(float* out, const float* x, const float* y, F f) {
 inline f32v bf16_bits_to_f32(u16v h) { return reinterpret_cast<f32v>(__builtin_convertvector(h, u32v) << 16); }
 inline u16v f32_to_bf16_bits(f32v f) {
   const u32v u = reinterpret_cast<u32v>(f);
-  const u32v rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const u32v nan = (u >> 16) | 0x0040u;
-  const u32v r = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
-  return __builtin_convertvector(r, u16v);
+  const u32v rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  return upper_halves(f != f ? (u | 0x00400000u) : rounded);
 }
-template <int W>
-inline void load_bf16(const void* p, float* out) {
-  for (int k = 0; k < W; k += width) {
-    u16v h;
-    std::memcpy(&h, static_cast<const std::uint16_t*>(p) + k, sizeof h);
-    store(out + k, bf16_bits_to_f32(h));
-  }
-}
-template <int W>
-inline void store_bf16(void* p, const float* v) {
-  for (int k = 0; k < W; k += width) {
-    const u16v h = f32_to_bf16_bits(load(v + k));
-    std::memcpy(static_cast<std::uint16_t*>(p) + k, &h, sizeof h);
-  }
-}
-// f32 values rounded to bf16 and held as f32 again, in place.
-template <int W>
-inline void round_bf16(float* v) {
-  map<W>(v, v, [](f32v f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); });
-}
-
-// Floats p[0, width) widened to doubles, in two half registers' worth.
-inline void widen(const float* p, f64v& lo, f64v& hi) {
-  f32h a, b;
-  std::memcpy(&a, p, sizeof a);
-  std::memcpy(&b, p + width / 2, sizeof b);
-  lo = __builtin_convertvector(a, f64v);
-  hi = __builtin_convertvector(b, f64v);
+// f32 values rounded to bf16 and held as f32 again: the lower half cleared.
+inline f32v round_bf16(f32v f) {
+  const u32v u = reinterpret_cast<u32v>(f);
+  const u32v rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  return reinterpret_cast<f32v>(f != f ? ((u | 0x00400000u) & 0xffff0000u) : rounded);
 }
 
 }  // namespace fusex::simd

@@ -101,7 +101,7 @@ FUSEX_HOST_INLINE dlanes<D> round_to(const dlanes<D>& v) {
     return v;
   } else if constexpr (D == dtype::bf16 && is_float_vector<dlanes<D>>) {
 #if FUSEX_HOST_SIMD
-    return simd::bf16_bits_to_f32(simd::f32_to_bf16_bits(v));
+    return simd::round_bf16(v);
 #endif
   } else {
     return lanewise<vt<D>>([](vt<D> x) { return codegen::to_dtype<D>(x); }, v);
