@@ -188,21 +188,25 @@ template <class RD>
 using row_acc = typename row_acc_of<RD>::type;
 
 // ---- column groups ------------------------------------------------------------
-// Per output position of a tile: the states of one block of rows (float
-// sums in f64, a register of floats widened at a time).
+// The states of one block of rows at the positions of a tile, in place in
+// the group's partial states (float sums in f64, a register of floats
+// widened at a time).
 template <class RD>
 struct column_acc {
   using state = typename RD::state;
   static constexpr bool float_sum = acc_kind<RD>() == 1;
-  std::vector<state> s;
-  explicit column_acc(idx_t n) : s(static_cast<std::size_t>(n), RD::identity()) {}
+  state* s = nullptr;
+  void start(state* at, idx_t n) {
+    s = at;
+    for (idx_t j = 0; j < n; ++j) s[j] = RD::identity();
+  }
   template <mode Md, class L>
   FUSEX_HOST_INLINE void add(idx_t pos, const L& v, int n) {
     if constexpr (float_sum && Md == mode::fast) {
 #if FUSEX_HOST_SIMD
       simd::f64v lo, hi, a, b;
       widen(v, a, b);
-      double* p = s.data() + pos;
+      double* p = s + pos;
       std::memcpy(&lo, p, sizeof lo);
       std::memcpy(&hi, p + V / 2, sizeof hi);
       lo += a;
@@ -211,11 +215,9 @@ struct column_acc {
       std::memcpy(p + V / 2, &hi, sizeof hi);
 #endif
     } else {
-      for (int l = 0; l < (Md == mode::fast ? V : n); ++l) RD::add(s[static_cast<std::size_t>(pos + l)], v[l]);
+      for (int l = 0; l < (Md == mode::fast ? V : n); ++l) RD::add(s[pos + l], v[l]);
     }
   }
-  void row_done() {}
-  void flush() {}
 };
 
 }  // namespace fusex::detail::host_engine

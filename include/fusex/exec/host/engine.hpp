@@ -16,6 +16,7 @@
 // with the CUDA and reference executors; 16-bit values compute in float and
 // round after each prim, as everywhere.
 
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -32,7 +33,6 @@
 namespace fusex::detail::host_engine {
 
 using codegen::group_args;
-using codegen::static_for;
 
 template <int K>
 using ic = std::integral_constant<int, K>;
@@ -45,7 +45,7 @@ struct binding {
     idx_t stride;  // elements per lane
     idx_t base;    // iota: the coordinate of lane 0
   };
-  leaf_t leaf[Fo::nleaf];
+  std::array<leaf_t, Fo::nleaf> leaf;
   int sel[Fo::nsel];
   float sf[Fo::nsplat_f];
   double sd[Fo::nsplat_d];
@@ -91,7 +91,7 @@ struct engine {
   FUSEX_HOST_INLINE void bind(const idx_t* c, idx_t step, idx_t& limit) {
     constexpr int root = Fo::rec(I).root;
     using F = codegen::frame<C, root>;
-    static_for<F::size()>([&](auto kk) { bind_member<I, F::id(decltype(kk)::value)>(c, step, limit); });
+    unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA { bind_member<I, F::id(decltype(kk)::value)>(c, step, limit); });
     if constexpr (Fo::rec(I).la < 0) {
       const auto v = eval<I, mode::single, false>(0, 1);
       constexpr int s = Fo::splat_slot(I);
@@ -122,7 +122,7 @@ struct engine {
       if constexpr (Fo::dense) {
         // finished values, dense over the reduction's own extents
         idx_t off = 0, st = 1, lane_st = 0;
-        static_for<r>([&](auto jj) {
+        unrolled<r>([&](auto jj) FUSEX_HOST_LAMBDA {
           constexpr int d = r - 1 - decltype(jj)::value;
           off += c[d] * st;
           if (d == la) lane_st = st;
@@ -157,7 +157,7 @@ struct engine {
       bind_remap<I, M>(c, step, limit);
     } else if constexpr (!P::is_leaf(M)) {
       // elementwise: operands at broadcast coordinates become children
-      static_for<P::nops(M)>([&](auto kk) {
+      unrolled<P::nops(M)>([&](auto kk) FUSEX_HOST_LAMBDA {
         constexpr int k = decltype(kk)::value;
         if constexpr (!P::identity(M, k)) {
           constexpr int U = P::operand(M, k);
@@ -206,12 +206,12 @@ struct engine {
     idx_t cu[max_rank > 0 ? max_rank : 1] = {};
     idx_t cstep = step;
     if constexpr (K == op_kind::broadcast_in_dim) {
-      static_for<ru>([&](auto jj) {
+      unrolled<ru>([&](auto jj) FUSEX_HOST_LAMBDA {
         constexpr int j = decltype(jj)::value;
         cu[j] = P::static1(U, j) ? 0 : c[P::map(M, j)];
       });
     } else if constexpr (K == op_kind::permute) {
-      static_for<r>([&](auto ii) {
+      unrolled<r>([&](auto ii) FUSEX_HOST_LAMBDA {
         constexpr int i = decltype(ii)::value;
         cu[P::map(M, i)] = c[i];
       });
@@ -234,11 +234,11 @@ struct engine {
       for (int d = 0; d < m0; ++d) cu[d] = c[d];
       for (int j = 0; j < sfx; ++j) cu[ru - 1 - j] = c[r - 1 - j];
       idx_t lin = 0;
-      static_for<m1 - m0>([&](auto dd) {
+      unrolled<m1 - m0>([&](auto dd) FUSEX_HOST_LAMBDA {
         constexpr int d = m0 + decltype(dd)::value;
         lin = lin * ext<P::shape(M, d)>() + c[d];
       });
-      static_for<(u1 > u0 ? u1 - u0 : 0)>([&](auto kk) {
+      unrolled<(u1 > u0 ? u1 - u0 : 0)>([&](auto kk) FUSEX_HOST_LAMBDA {
         constexpr int d = u1 - 1 - decltype(kk)::value;
         if constexpr (d == u0) {
           cu[d] = lin;
@@ -304,7 +304,7 @@ struct engine {
     constexpr int R = root_of<I>();
     using F = codegen::frame<C, R>;
     frame_values<R> st;
-    static_for<F::size()>([&](auto kk) {
+    unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA {
       constexpr int M = F::id(decltype(kk)::value);
       st.template at<M>() = compute<I, M, Md, Raw && M == R>(st, i, n);
     });
@@ -354,7 +354,7 @@ struct engine {
     } else if constexpr (K == op_kind::cat) {
       dlanes<D> v = splat(T(0));
       const int sel = b.sel[Fo::sel(I, M)];
-      static_for<P::nops(M)>([&](auto kk) {
+      unrolled<P::nops(M)>([&](auto kk) FUSEX_HOST_LAMBDA {
         constexpr int k = decltype(kk)::value;
         if (sel == k) v = convert<D, P::dt(P::operand(M, k))>(value<Fo::child(I, M, k), Md>(i, n));
       });
@@ -393,21 +393,21 @@ struct engine {
     using CT = vt<ct>;
     constexpr bool d16 = is_16bit(D);
     // a computed value as D's value (16-bit: the float, rounded below)
-    const auto as_d = [](auto t) -> T {
+    const auto as_d = [](auto t) FUSEX_HOST_LAMBDA -> T {
       if constexpr (d16) return static_cast<float>(t);
       else return codegen::to_dtype<D>(t);
     };
     constexpr auto c0 = ic<0>{};
     constexpr auto c1 = ic<1>{};
     constexpr auto c2 = ic<2>{};
-    const auto opnd = [&](auto kk) { return operand<I, M, decltype(kk)::value, Md>(st, i, n); };
+    const auto opnd = [&](auto kk) FUSEX_HOST_LAMBDA { return operand<I, M, decltype(kk)::value, Md>(st, i, n); };
     constexpr bool vector_op = vector_op_of<M>();
     dlanes<D> v;
     if constexpr (K == op_kind::convert) {
       constexpr dtype DU = P::dt(P::operand(M, 0));
       const auto x = opnd(c0);
       if constexpr (std::is_same_v<vt<DU>, float> && std::is_same_v<T, float>) v = x;  // exact, or rounded below
-      else v = lanewise<T>([&](vt<DU> t) { return as_d(t); }, x);
+      else v = lanewise<T>([&](vt<DU> t) FUSEX_HOST_LAMBDA { return as_d(t); }, x);
     } else if constexpr (K == op_kind::where) {
       const auto pr = opnd(c0);
       const auto x = opnd(c1);
@@ -474,14 +474,14 @@ struct engine {
   }
 
   FUSEX_HOST_INLINE void bind_roots(const idx_t* c, idx_t& limit) {
-    static_for<Fo::nleaf>([&](auto ss) {
+    unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA {
       if constexpr (Fo::lane_leaf(decltype(ss)::value)) b.leaf[decltype(ss)::value].stride = 1;
     });
-    static_for<nroots>([&](auto jj) { bind<Fo::root_instance(decltype(jj)::value)>(c, 1, limit); });
+    unrolled<nroots>([&](auto jj) FUSEX_HOST_LAMBDA { bind<Fo::root_instance(decltype(jj)::value)>(c, 1, limit); });
   }
   FUSEX_HOST_INLINE bool lanes_contiguous() const {
     bool ok = true;
-    static_for<Fo::nleaf>([&](auto ss) {
+    unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA {
       if constexpr (Fo::lane_leaf(decltype(ss)::value)) ok = ok && b.leaf[decltype(ss)::value].stride == 1;
     });
     return ok;
@@ -532,6 +532,7 @@ struct write_sink {
     stride = r > 0 ? e.a.out_str[W][r > 0 ? r - 1 : 0] : 0;
   }
   FUSEX_HOST_INLINE bool contiguous() const { return stride == 1; }
+  const char* address() const { return reinterpret_cast<const char*>(p); }
   template <mode Md, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
     const auto v = e.template root<0, Md, true>(i, n);

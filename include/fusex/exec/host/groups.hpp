@@ -19,6 +19,8 @@
 
 namespace fusex::detail::host_engine {
 
+using codegen::static_for;
+
 inline int default_threads() {
 #if defined(_OPENMP)
   return omp_get_max_threads();
@@ -69,10 +71,11 @@ inline constexpr idx_t parallel_threshold = idx_t{1} << 15;
 
 // The rows of a space of extents ext (rank r >= 1), each cut into k pieces
 // of `chunk` positions: piece(c, c0, c1) with c the row's coordinates
-// (c[r - 1] free). Threads take contiguous ranges of pieces and step the
+// (c[r - 1] free). Rows go in the order `order` gives the outer axes
+// (outermost first). Threads take contiguous ranges of pieces and step the
 // coordinates like an odometer.
 template <class Piece>
-void for_each_piece(const idx_t* ext, int r, int threads, const Piece& piece) {
+void for_each_piece(const idx_t* ext, int r, int threads, const int* order, const Piece& piece) {
   idx_t rows = 1;
   for (int d = 0; d + 1 < r; ++d) rows *= ext[d];
   const idx_t L = ext[r - 1];
@@ -95,7 +98,8 @@ void for_each_piece(const idx_t* ext, int r, int threads, const Piece& piece) {
     if (begin >= end) return;
     idx_t c[max_rank] = {};
     idx_t row = begin / k, part = begin % k;
-    for (int d = r - 2; d >= 0; --d) {
+    for (int j = r - 2; j >= 0; --j) {
+      const int d = order[j];
       c[d] = row % ext[d];
       row /= ext[d];
     }
@@ -104,13 +108,56 @@ void for_each_piece(const idx_t* ext, int r, int threads, const Piece& piece) {
       piece(c, c0, c1);
       if (++part == k) {
         part = 0;
-        for (int d = r - 2; d >= 0; --d) {
+        for (int j = r - 2; j >= 0; --j) {
+          const int d = order[j];
           if (++c[d] < ext[d]) break;
           c[d] = 0;
         }
       }
     }
   });
+}
+
+// The order of a pass's rows: outer axes that move what the rows read (and,
+// less, what they write) far in memory go outside, so that consecutive rows
+// read neighbouring memory, which the prefetchers follow. (The q of a qkv
+// split goes head by head within a time step: consecutive heads are
+// neighbours in qkv, consecutive time steps a qkv row apart.) Ties keep the
+// axes' own order. Probed by binding the first segment at the origin and
+// one step along each axis.
+template <class E, class Sink>
+void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
+  for (int d = 0; d + 1 < r; ++d) order[d] = d;
+  if (r < 3) return;
+  constexpr int NLEAF = static_cast<int>(std::tuple_size_v<std::remove_reference_t<decltype(e.b.leaf)>>);
+  idx_t c[max_rank] = {};
+  const char* base[NLEAF + 1] = {};
+  const auto probe = [&](const char** out) {
+    for (auto& lf : e.b.leaf) lf.p = nullptr;
+    idx_t n = ext[r - 1];
+    e.bind_roots(c, n);
+    sink.bind(e, c);
+    for (int j = 0; j < NLEAF; ++j) out[j] = static_cast<const char*>(e.b.leaf[j].p);
+    out[NLEAF] = sink.address();
+  };
+  probe(base);
+  const idx_t near = 16 * ext[r - 1];  // bytes: a few rows of up to 4-byte elements
+  int cost[max_rank] = {};
+  for (int d = 0; d + 1 < r; ++d) {
+    if (ext[d] < 2) continue;
+    const char* moved[NLEAF + 1] = {};
+    c[d] = 1;
+    probe(moved);
+    c[d] = 0;
+    for (int j = 0; j <= NLEAF; ++j) {
+      if (!base[j] || !moved[j]) continue;
+      const idx_t delta = moved[j] > base[j] ? moved[j] - base[j] : base[j] - moved[j];
+      if (delta > near) cost[d] += j < NLEAF ? 2 : 1;  // reads weigh more than the write
+    }
+  }
+  // outermost: the highest cost (stable)
+  for (int i = 1; i + 1 < r; ++i)
+    for (int j = i; j > 0 && cost[order[j]] > cost[order[j - 1]]; --j) std::swap(order[j], order[j - 1]);
 }
 
 // Positions [c0, c1) of write W's row at coordinates c (flattened: the
@@ -137,7 +184,15 @@ void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
   } else {
     idx_t ext[max_rank] = {};
     extents_of<C, R>(a, ext);
-    for_each_piece(ext, r, threads, [&](idx_t* c, idx_t c0, idx_t c1) { write_piece<C, Dense, W>(a, red, c, c0, c1); });
+    for (int d = 0; d < r; ++d)
+      if (ext[d] == 0) return;
+    int order[max_rank] = {};
+    {
+      engine<C, forest<C, Dense, R>> e{a, red, {}};
+      write_sink<C, W> sink;
+      row_order(e, sink, ext, r, order);
+    }
+    for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1) { write_piece<C, Dense, W>(a, red, c, c0, c1); });
   }
 }
 
@@ -236,7 +291,7 @@ struct row_reduce_sink {
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
   template <mode Md, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       ((Md == mode::fast ? std::get<J>(acc).add(e.template root<static_cast<int>(J), Md, false>(i, n))
                          : std::get<J>(acc).add_part(e.template root<static_cast<int>(J), Md, false>(i, n), n)),
        ...);
@@ -346,7 +401,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
 // Reductions Ms of a column group over one tile, as one pass's sink.
 template <class C, int... Ms>
 struct column_reduce_sink {
-  std::tuple<column_acc<host_reducer<C, Ms>>...>& acc;
+  std::tuple<column_acc<host_reducer<C, Ms>>...> acc;
   idx_t base = 0;  // tile position of the segment's lane 0
   idx_t c0 = 0;
   int r = 0;
@@ -357,29 +412,31 @@ struct column_reduce_sink {
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
   template <mode Md, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       (std::get<J>(acc).template add<Md>(base + i, e.template root<static_cast<int>(J), Md, false>(i, n), n), ...);
-    }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+    }(std::make_index_sequence<sizeof...(Ms)>{});
   }
 };
 
 // The rows [t0, t1) of X's reduced axis for one tile [c0, c1) of the inner
-// axis at outer coordinates c (c[ax] and c[rx - 1] free).
-template <class C, class Fo, class Acc, int... Ms>
+// axis at outer coordinates c (c[ax] and c[rx - 1] free), into the block's
+// partial states at `at` (by reduction; the tile's positions).
+template <class C, class Fo, int... Ms>
 FUSEX_HOST_FLATTEN void column_block(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t t0, idx_t t1, idx_t c0,
-                                      idx_t c1, Acc& acc) {
+                                      idx_t c1, void* const* at) {
   using Q = prog<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
   constexpr int rx = Q::rank(X);
   constexpr int ax = Q::axis(Q::reduction());
   engine<C, Fo> e{a, red, {}};
-  column_reduce_sink<C, Ms...> sink{acc, 0, c0, rx};
+  column_reduce_sink<C, Ms...> sink{{}, 0, c0, rx};
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    (std::get<J>(sink.acc).start(static_cast<typename host_reducer<C, Ms>::state*>(at[J]), c1 - c0), ...);
+  }(std::make_index_sequence<sizeof...(Ms)>{});
   for (idx_t t = t0; t < t1; ++t) {
     c[ax] = t;
     e.run(c, rx, c0, c1, sink);
-    std::apply([](auto&... x) { (x.row_done(), ...); }, acc);
   }
-  std::apply([](auto&... x) { (x.flush(), ...); }, acc);
 }
 
 template <class C>
@@ -436,7 +493,6 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   static_for<Lv::nlevels>([&](auto lv) {
     Lv::template with_level<decltype(lv)::value>([&](auto... ms) {
       using Fo = forest<C, true, Q::operand(decltype(ms)::value, 0)...>;
-      using Acc = std::tuple<column_acc<host_reducer<C, decltype(ms)::value>>...>;
       // partial states of block b at position o: parts_J[b * nout + o]
       std::tuple<typename host_reducer<C, decltype(ms)::value>::state*...> parts;
       {
@@ -457,13 +513,11 @@ void column_reduction_host(const group_args<C>& a, int threads) {
           const idx_t c1 = c0 + tile < Lc ? c0 + tile : Lc;
           idx_t c[max_rank] = {};
           out_coords(orow, c);
-          Acc acc{column_acc<host_reducer<C, decltype(ms)::value>>(c1 - c0)...};
-          column_block<C, Fo, Acc, decltype(ms)::value...>(a, red, c, T_len * blk / nb, T_len * (blk + 1) / nb, c0, c1, acc);
+          void* at[sizeof...(ms)] = {};
           [&]<std::size_t... J>(std::index_sequence<J...>) {
-            ((std::copy(std::get<J>(acc).s.begin(), std::get<J>(acc).s.end(),
-                        std::get<J>(parts) + (blk * nout + orow * Lc + c0))),
-             ...);
+            ((at[J] = std::get<J>(parts) + (blk * nout + orow * Lc + c0)), ...);
           }(std::index_sequence_for<decltype(ms)...>{});
+          column_block<C, Fo, decltype(ms)::value...>(a, red, c, T_len * blk / nb, T_len * (blk + 1) / nb, c0, c1, at);
         }
       });
       // merge the blocks in order, finish, and read twins' means

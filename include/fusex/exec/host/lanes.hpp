@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "../../codegen/ops.hpp"
 #include "../../codegen/storage.hpp"
@@ -39,6 +40,23 @@ inline constexpr int V = 4;
 #else
 #define FUSEX_HOST_INLINE inline
 #endif
+
+// static_for whose body always inlines: the engine's binding and evaluation
+// must become one straight-line body per row loop (flatten alone leaves some
+// of these lambdas out of line in large groups).
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define FUSEX_HOST_LAMBDA __attribute__((always_inline))
+#else
+#define FUSEX_HOST_LAMBDA
+#endif
+template <class F, int... K>
+FUSEX_HOST_INLINE void unrolled_impl(F& f, std::integer_sequence<int, K...>) {
+  (f(std::integral_constant<int, K>{}), ...);
+}
+template <int N, class F>
+FUSEX_HOST_INLINE void unrolled(F&& f) {
+  unrolled_impl(f, std::make_integer_sequence<int, N>{});
+}
 
 template <class T>
 struct arr {
@@ -104,7 +122,7 @@ FUSEX_HOST_INLINE dlanes<D> round_to(const dlanes<D>& v) {
     return simd::round_bf16(v);
 #endif
   } else {
-    return lanewise<vt<D>>([](vt<D> x) { return codegen::to_dtype<D>(x); }, v);
+    return lanewise<vt<D>>([](vt<D> x) FUSEX_HOST_LAMBDA { return codegen::to_dtype<D>(x); }, v);
   }
 }
 
@@ -185,7 +203,7 @@ FUSEX_HOST_INLINE dlanes<D> convert(const dlanes<DU>& x) {
   } else if constexpr (std::is_same_v<vt<D>, float> && std::is_same_v<vt<DU>, float>) {
     return round_to<D>(x);  // f32 <-> 16-bit: the same float lanes, rounded
   } else {
-    return lanewise<vt<D>>([](vt<DU> a) { return codegen::to_dtype<D>(a); }, x);
+    return lanewise<vt<D>>([](vt<DU> a) FUSEX_HOST_LAMBDA { return codegen::to_dtype<D>(a); }, x);
   }
 }
 
