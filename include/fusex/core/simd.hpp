@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FUSEX_NO_HOST_SIMD)
 #define FUSEX_HOST_SIMD 1
@@ -59,11 +60,13 @@ inline f32v load(const float* p) {
 }
 inline void store(float* p, f32v v) { std::memcpy(p, &v, sizeof v); }
 
-inline f32v splat(float a) {
-  f32v v;
-  for (int l = 0; l < width; ++l) v[l] = a;
-  return v;
+// A brace list of copies is one broadcast; a loop of lane stores into an
+// uninitialised vector became a chain of inserts in the row loops.
+template <std::size_t... I>
+inline f32v splat_impl(float a, std::index_sequence<I...>) {
+  return f32v{((void)I, a)...};
 }
+inline f32v splat(float a) { return splat_impl(a, std::make_index_sequence<width>{}); }
 inline f32v as_vector(f32v v) { return v; }
 inline f32v as_vector(float a) { return splat(a); }
 

@@ -29,6 +29,12 @@ inline constexpr float welford_weight[17] = {0.0f,        1.0f,        0.5f,    
                                              1.0f / 12,   1.0f / 13,   1.0f / 14,   1.0f / 15, 0.0625f};
 inline constexpr int block_registers = 16;
 
+// Full registers alternate between two slots (the row loop hands out
+// registers in pairs), so that a reduction carries two independent chains:
+// one chain's latency (a Welford update is a subtract and a multiply-add
+// deep) would otherwise bound the loop.
+inline constexpr int slots = 2;
+
 // Combines V lane states pairwise in lane order.
 template <class RD, class S>
 inline typename RD::state combine_lanes(S* t) {
@@ -36,24 +42,31 @@ inline typename RD::state combine_lanes(S* t) {
     for (int l = 0; l + step < V; l += 2 * step) t[l] = RD::combine(t[l], t[l + step]);
   return t[0];
 }
+// Slot 1's lanes into slot 0's, lane by lane, then the lanes pairwise.
+template <class RD, class S>
+inline typename RD::state combine_slots(S (*t)[V]) {
+  for (int l = 0; l < V; ++l) t[0][l] = RD::combine(t[0][l], t[1][l]);
+  return combine_lanes<RD>(t[0]);
+}
 
 // Any reduction, lane by lane in its state type.
 template <class RD>
 struct generic_acc {
   using state = typename RD::state;
-  state s[V], rest;
+  state s[slots][V], rest;
   generic_acc() : rest(RD::identity()) {
-    for (auto& x : s) x = RD::identity();
+    for (auto& t : s)
+      for (auto& x : t) x = RD::identity();
   }
-  template <class L>
+  template <int S, class L>
   FUSEX_HOST_INLINE void add(const L& v) {
-    for (int l = 0; l < V; ++l) RD::add(s[l], v[l]);
+    for (int l = 0; l < V; ++l) RD::add(s[S][l], v[l]);
   }
   template <class L>
   FUSEX_HOST_INLINE void add_part(const L& v, int n) {
     for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
   }
-  state finish() { return RD::combine(combine_lanes<RD>(s), rest); }
+  state finish() { return RD::combine(combine_slots<RD>(s), rest); }
 };
 
 #if FUSEX_HOST_SIMD
@@ -71,22 +84,25 @@ FUSEX_HOST_INLINE void widen(const simd::f32v& v, simd::f64v& lo, simd::f64v& hi
 template <class RD>
 struct float_sum_acc {
   using state = typename RD::state;  // double
-  simd::f64v lo = {}, hi = {};
+  simd::f64v lo[slots] = {}, hi[slots] = {};
   state rest = 0;
+  template <int S>
   FUSEX_HOST_INLINE void add(const simd::f32v& v) {
     simd::f64v a, b;
     widen(v, a, b);
-    lo += a;
-    hi += b;
+    lo[S] += a;
+    hi[S] += b;
   }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
     for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
   }
   state finish() {
-    double t[V];
-    std::memcpy(t, &lo, sizeof lo);
-    std::memcpy(t + V / 2, &hi, sizeof hi);
-    return RD::combine(combine_lanes<RD>(t), rest);
+    double t[slots][V];
+    for (int j = 0; j < slots; ++j) {
+      std::memcpy(t[j], &lo[j], sizeof lo[j]);
+      std::memcpy(t[j] + V / 2, &hi[j], sizeof hi[j]);
+    }
+    return RD::combine(combine_slots<RD>(t), rest);
   }
 };
 
@@ -94,55 +110,64 @@ struct float_sum_acc {
 template <class RD>
 struct float_max_acc {
   using state = typename RD::state;  // float
-  simd::f32v acc = simd::splat(-INFINITY);
+  simd::f32v acc[slots] = {simd::splat(-INFINITY), simd::splat(-INFINITY)};
   state rest = RD::identity();
-  FUSEX_HOST_INLINE void add(const simd::f32v& v) { acc = math::maximum(acc, v); }
+  template <int S>
+  FUSEX_HOST_INLINE void add(const simd::f32v& v) {
+    acc[S] = math::maximum(acc[S], v);
+  }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
     for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
   }
   state finish() {
-    state t[V];
-    for (int l = 0; l < V; ++l) t[l] = acc[l];
-    return RD::combine(combine_lanes<RD>(t), rest);
+    state t[slots][V];
+    for (int j = 0; j < slots; ++j)
+      for (int l = 0; l < V; ++l) t[j][l] = acc[j][l];
+    return RD::combine(combine_slots<RD>(t), rest);
   }
 };
 
-// Float moments: Welford's update in f32 lanes for a block (every lane has
-// seen the same count, so its weight is a constant), merged into f64 lane
-// moments by Chan's update after each block.
+// Float moments: Welford's update in f32 lanes for a block (every lane of a
+// slot has seen the same count, so its weight is a constant), merged into
+// f64 lane moments by Chan's update after each block.
 template <class RD>
 struct float_moments_acc {
   using state = typename RD::state;  // moments<double>
-  simd::f32v mean = simd::splat(0.0f), m2 = simd::splat(0.0f);
-  simd::f32v nonfinite = simd::splat(0.0f);  // NaN once a lane saw an infinity or NaN
-  int k = 0;
-  state s[V] = {}, rest = {};
+  simd::f32v mean[slots] = {}, m2[slots] = {};
+  simd::f32v nonfinite[slots] = {};  // NaN once a lane saw an infinity or NaN
+  int k[slots] = {};
+  state s[slots][V] = {}, rest = {};
+  template <int S>
   FUSEX_HOST_INLINE void flush() {
-    if (k == 0) return;
-    for (int l = 0; l < V; ++l) s[l] = RD::combine(s[l], state{k, static_cast<double>(mean[l]), static_cast<double>(m2[l])});
-    mean = simd::splat(0.0f);
-    m2 = simd::splat(0.0f);
-    k = 0;
+    if (k[S] == 0) return;
+    for (int l = 0; l < V; ++l)
+      s[S][l] = RD::combine(s[S][l], state{k[S], static_cast<double>(mean[S][l]), static_cast<double>(m2[S][l])});
+    mean[S] = simd::splat(0.0f);
+    m2[S] = simd::splat(0.0f);
+    k[S] = 0;
   }
+  template <int S>
   FUSEX_HOST_INLINE void add(const simd::f32v& v) {
-    nonfinite += v - v;
-    const simd::f32v d = v - mean;
-    mean += d * welford_weight[++k];
-    m2 += d * (v - mean);
-    if (k == block_registers) flush();
+    nonfinite[S] += v - v;
+    const simd::f32v d = v - mean[S];
+    mean[S] += d * welford_weight[++k[S]];
+    m2[S] += d * (v - mean[S]);
+    if (k[S] == block_registers) flush<S>();
   }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
     for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
   }
   state finish() {
-    flush();
-    return RD::combine(combine_lanes<RD>(s), rest);
+    flush<0>();
+    flush<1>();
+    return RD::combine(combine_slots<RD>(s), rest);
   }
   // Is the moments' mean exact in kind? An infinity makes the lanes' means
   // NaN (inf - inf in the update); the mean is then summed again instead.
   bool mean_valid() const {
-    for (int l = 0; l < V; ++l)
-      if (nonfinite[l] != 0.0f || nonfinite[l] != nonfinite[l]) return false;
+    for (int j = 0; j < slots; ++j)
+      for (int l = 0; l < V; ++l)
+        if (nonfinite[j][l] != 0.0f || nonfinite[j][l] != nonfinite[j][l]) return false;
     return true;
   }
 };

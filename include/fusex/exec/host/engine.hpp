@@ -499,9 +499,17 @@ struct engine {
       sink.bind(*this, c);
       idx_t i = 0;
       if (n >= V && sink.contiguous() && lanes_contiguous()) {
-        for (; i + V <= n; i += V) sink.template put<mode::fast>(*this, i, V);
+        // registers in pairs: slot 0 and slot 1 (two reduction chains)
+        for (; i + 2 * V <= n; i += 2 * V) {
+          sink.template put<mode::fast, 0>(*this, i, V);
+          sink.template put<mode::fast, 1>(*this, i + V, V);
+        }
+        if (i + V <= n) {
+          sink.template put<mode::fast, 0>(*this, i, V);
+          i += V;
+        }
       }
-      for (; i < n; i += V) sink.template put<mode::gather>(*this, i, static_cast<int>(n - i < V ? n - i : V));
+      for (; i < n; i += V) sink.template put<mode::gather, 0>(*this, i, static_cast<int>(n - i < V ? n - i : V));
       s += n;
     }
   }
@@ -511,7 +519,7 @@ struct engine {
     idx_t n = 1;
     bind_roots(c, n);
     sink.bind(*this, c);
-    sink.template put<mode::gather>(*this, 0, 1);
+    sink.template put<mode::gather, 0>(*this, 0, 1);
   }
 };
 
@@ -533,7 +541,7 @@ struct write_sink {
   }
   FUSEX_HOST_INLINE bool contiguous() const { return stride == 1; }
   const char* address() const { return reinterpret_cast<const char*>(p); }
-  template <mode Md, class E>
+  template <mode Md, int Slot, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
     const auto v = e.template root<0, Md, true>(i, n);
     if constexpr (Md == mode::fast) store<D, Md>(p + i, 1, V, v);

@@ -289,10 +289,10 @@ struct row_reduce_sink {
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
-  template <mode Md, class E>
+  template <mode Md, int Slot, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
-      ((Md == mode::fast ? std::get<J>(acc).add(e.template root<static_cast<int>(J), Md, false>(i, n))
+      ((Md == mode::fast ? std::get<J>(acc).template add<Slot>(e.template root<static_cast<int>(J), Md, false>(i, n))
                          : std::get<J>(acc).add_part(e.template root<static_cast<int>(J), Md, false>(i, n), n)),
        ...);
     }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
@@ -410,7 +410,7 @@ struct column_reduce_sink {
     base = c[r - 1] - c0;
   }
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
-  template <mode Md, class E>
+  template <mode Md, int Slot, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       (std::get<J>(acc).template add<Md>(base + i, e.template root<static_cast<int>(J), Md, false>(i, n), n), ...);

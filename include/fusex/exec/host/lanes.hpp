@@ -97,6 +97,9 @@ enum class mode { fast, gather, single };
 
 template <class T>
 FUSEX_HOST_INLINE lanes<T> splat(T x) {
+#if FUSEX_HOST_SIMD
+  if constexpr (std::is_same_v<T, float>) return simd::splat(x);
+#endif
   lanes<T> r;
   for (int l = 0; l < V; ++l) r[l] = x;
   return r;
