@@ -114,6 +114,23 @@ inline u16v upper_halves(u32v r) {
 #endif
 }
 
+// The lanes of a register of floats as two registers of doubles (GCC 12
+// splits __builtin_convertvector of four floats into two-lane converts).
+inline void widen(f32v v, f64v& lo, f64v& hi) {
+#if defined(__AVX512F__)
+  lo = reinterpret_cast<f64v>(_mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  hi = reinterpret_cast<f64v>(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+#elif defined(__AVX__)
+  lo = reinterpret_cast<f64v>(_mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  hi = reinterpret_cast<f64v>(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+#elif defined(__SSE2__)
+  lo = reinterpret_cast<f64v>(_mm_cvtps_pd(v));
+  hi = reinterpret_cast<f64v>(_mm_cvtps_pd(_mm_movehl_ps(v, v)));
+#else
+  for (int l = 0; l < width / 2; ++l) lo[l] = v[l], hi[l] = v[l + width / 2];
+#endif
+}
+
 // bf16 <-> f32: the upper half of an IEEE binary32, rounded to nearest
 // even, NaN kept quiet with its sign (bf16::from_float, lane by lane).
 inline f32v bf16_bits_to_f32(u16v h) { return reinterpret_cast<f32v>(__builtin_convertvector(h, u32v) << 16); }

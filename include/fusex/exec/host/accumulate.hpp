@@ -70,14 +70,7 @@ struct generic_acc {
 };
 
 #if FUSEX_HOST_SIMD
-// The lanes of a register of floats as two registers of doubles.
-FUSEX_HOST_INLINE void widen(const simd::f32v& v, simd::f64v& lo, simd::f64v& hi) {
-  simd::f32h a, b;
-  std::memcpy(&a, &v, sizeof a);
-  std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
-  lo = __builtin_convertvector(a, simd::f64v);
-  hi = __builtin_convertvector(b, simd::f64v);
-}
+using simd::widen;
 
 // Float sums in f64 lanes: a sum of many terms that cancel keeps the
 // accuracy of the reference (f32 partial sums would not).
