@@ -92,6 +92,26 @@ TEST_CASE("host executor: column reductions over many row blocks and column tile
   check_policies(column_sums, "no rows", fx::view<const float, 2>(nullptr, {0, 5}), fx::view<const float, 2>(nullptr, {0, 5}));
 }
 
+namespace {
+// dx in bf16, dweight and dbias summed over rows in f32 and stored in bf16:
+// sums whose values only reach bf16 outputs accumulate in f32 blocks on the
+// host (row sums over the normalised axis and column sums over the rows).
+constexpr auto layer_norm_bwd = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 1> w,
+                                             fx::tensor<fx::bf16, 2> dy) {
+  auto [var, mean] = fx::var_mean<-1>(fx::convert<float>(x), 0.0, fx::keepdim);
+  auto [dx, dw, db] = fx::ops::layer_norm_backward(x, w, mean, fx::rsqrt(var + 1e-5f), dy);
+  return std::tuple{dx, dw, db};
+});
+}  // namespace
+
+TEST_CASE("host executor: bf16 LayerNorm backward (f32 block sums) against the reference", "[executor][host]") {
+  // 300 rows: column sums in several row blocks; 517 columns: a partial last
+  // register in every row. Large means make the sums cancel.
+  const int R = 300, C = 517;
+  auto x = random_tensor<fx::bf16, 2>({R, C}, 20, 24), dy = random_tensor<fx::bf16, 2>({R, C});
+  check_policies(layer_norm_bwd, "layer_norm backward", x, random_tensor<fx::bf16, 1>({C}), dy);
+}
+
 TEST_CASE("host executor: remaps with run-time parameters", "[executor][host]") {
   auto q = random_tensor<float, 4>({2, 3, 7, 64});
   auto c = random_tensor<float, 2>({7, 48}), s = random_tensor<float, 2>({7, 48});

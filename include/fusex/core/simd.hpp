@@ -133,7 +133,21 @@ inline void widen(f32v v, f64v& lo, f64v& hi) {
 
 // bf16 <-> f32: the upper half of an IEEE binary32, rounded to nearest
 // even, NaN kept quiet with its sign (bf16::from_float, lane by lane).
-inline f32v bf16_bits_to_f32(u16v h) { return reinterpret_cast<f32v>(__builtin_convertvector(h, u32v) << 16); }
+inline f32v bf16_bits_to_f32(u16v h) {
+  // one zero-extending move (GCC 12 splits the generic conversion in halves)
+#if defined(__AVX512F__)
+  const u32v u = reinterpret_cast<u32v>(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(h)));
+#elif defined(__AVX2__)
+  const u32v u = reinterpret_cast<u32v>(_mm256_cvtepu16_epi32(reinterpret_cast<__m128i>(h)));
+#elif defined(__SSE4_1__) && !defined(__AVX__)
+  __m128i w = _mm_setzero_si128();
+  std::memcpy(&w, &h, sizeof h);
+  const u32v u = reinterpret_cast<u32v>(_mm_cvtepu16_epi32(w));
+#else
+  const u32v u = __builtin_convertvector(h, u32v);
+#endif
+  return reinterpret_cast<f32v>(u << 16);
+}
 inline u16v f32_to_bf16_bits(f32v f) {
   const u32v u = reinterpret_cast<u32v>(f);
   const u32v rounded = u + 0x7fffu + ((u >> 16) & 1u);

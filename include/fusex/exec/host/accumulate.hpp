@@ -99,6 +99,46 @@ struct float_sum_acc {
   }
 };
 
+// Float sums of a reduction whose value only reaches 16-bit outputs (a
+// norm's backward): f32 lanes for blocks of 16 registers, each block added
+// into f64 lanes. The block's rounding (about 16 terms' worth of f32 error)
+// is far below the outputs' bf16 or f16 rounding; one add per register.
+template <class RD>
+struct float_block_sum_acc {
+  using state = typename RD::state;  // double
+  simd::f32v acc[slots] = {};
+  int k[slots] = {};
+  simd::f64v lo[slots] = {}, hi[slots] = {};
+  state rest = 0;
+  template <int S>
+  FUSEX_HOST_INLINE void flush() {
+    simd::f64v a, b;
+    widen(acc[S], a, b);
+    lo[S] += a;
+    hi[S] += b;
+    acc[S] = simd::splat(0.0f);
+    k[S] = 0;
+  }
+  template <int S>
+  FUSEX_HOST_INLINE void add(const simd::f32v& v) {
+    acc[S] += v;
+    if (++k[S] == block_registers) flush<S>();
+  }
+  FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
+    for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
+  }
+  state finish() {
+    flush<0>();
+    flush<1>();
+    double t[slots][V];
+    for (int j = 0; j < slots; ++j) {
+      std::memcpy(t[j], &lo[j], sizeof lo[j]);
+      std::memcpy(t[j] + V / 2, &hi[j], sizeof hi[j]);
+    }
+    return RD::combine(combine_slots<RD>(t), rest);
+  }
+};
+
 // Float maxima, NaN-propagating, in f32 lanes.
 template <class RD>
 struct float_max_acc {
@@ -120,21 +160,35 @@ struct float_max_acc {
   }
 };
 
-// Float moments: Welford's update in f32 lanes for a block (every lane of a
-// slot has seen the same count, so its weight is a constant), merged into
-// f64 lane moments by Chan's update after each block.
+// Float moments: Welford's update in f32 lanes for a block, merged into f64
+// lane moments by Chan's update after each block. Every lane of a slot has
+// seen the same count, so Welford's weight and Chan's are scalars and the
+// merge is a few whole-register operations.
 template <class RD>
 struct float_moments_acc {
   using state = typename RD::state;  // moments<double>
   simd::f32v mean[slots] = {}, m2[slots] = {};
   simd::f32v nonfinite[slots] = {};  // NaN once a lane saw an infinity or NaN
   int k[slots] = {};
-  state s[slots][V] = {}, rest = {};
+  // f64 moments of the merged blocks, by slot and half register
+  simd::f64v dmean[slots][2] = {}, dm2[slots][2] = {};
+  long long n[slots] = {};
+  state rest = {};
   template <int S>
   FUSEX_HOST_INLINE void flush() {
     if (k[S] == 0) return;
-    for (int l = 0; l < V; ++l)
-      s[S][l] = RD::combine(s[S][l], state{k[S], static_cast<double>(mean[S][l]), static_cast<double>(m2[S][l])});
+    simd::f64v bm[2], bq[2];
+    widen(mean[S], bm[0], bm[1]);
+    widen(m2[S], bq[0], bq[1]);
+    const long long total = n[S] + k[S];
+    const double fb = static_cast<double>(k[S]) / static_cast<double>(total);
+    const double fab = static_cast<double>(n[S]) * fb;
+    for (int h = 0; h < 2; ++h) {
+      const simd::f64v d = bm[h] - dmean[S][h];
+      dmean[S][h] += d * fb;
+      dm2[S][h] += bq[h] + d * d * fab;
+    }
+    n[S] = total;
     mean[S] = simd::splat(0.0f);
     m2[S] = simd::splat(0.0f);
     k[S] = 0;
@@ -147,13 +201,18 @@ struct float_moments_acc {
     m2[S] += d * (v - mean[S]);
     if (k[S] == block_registers) flush<S>();
   }
-  FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
-    for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
+  FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int cnt) {
+    for (int l = 0; l < cnt; ++l) RD::add(rest, v[l]);
   }
   state finish() {
     flush<0>();
     flush<1>();
-    return RD::combine(combine_slots<RD>(s), rest);
+    state t[slots][V];
+    for (int j = 0; j < slots; ++j)
+      for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < V / 2; ++l)
+          t[j][h * (V / 2) + l] = n[j] > 0 ? state{n[j], dmean[j][h][l], dm2[j][h][l]} : RD::identity();
+    return RD::combine(combine_slots<RD>(t), rest);
   }
   // Is the moments' mean exact in kind? An infinity makes the lanes' means
   // NaN (inf - inf in the update); the mean is then summed again instead.
@@ -172,19 +231,20 @@ inline bool mean_valid(const A& acc) {
   else return true;
 }
 
-// The accumulator of reducer RD on lanes of its value type.
-template <class RD>
+// The accumulator of reducer RD on lanes of its value type. Coarse: the
+// reduction's value only reaches 16-bit outputs (f32 blocks suffice).
+template <class RD, bool Coarse = false>
 consteval int acc_kind() {
 #if FUSEX_HOST_SIMD
   if constexpr (std::is_same_v<typename RD::value, float>) {
-    if (RD::as_sum && RD::fp && std::is_same_v<typename RD::state, double>) return 1;
+    if (RD::as_sum && RD::fp && std::is_same_v<typename RD::state, double>) return Coarse ? 4 : 1;
     if (RD::kind == op_kind::amax) return 2;
     if (RD::kind == op_kind::var_mean && !RD::as_sum) return 3;
   }
 #endif
   return 0;
 }
-template <class RD, int K = acc_kind<RD>()>
+template <class RD, int K>
 struct row_acc_of {
   using type = generic_acc<RD>;
 };
@@ -201,26 +261,64 @@ template <class RD>
 struct row_acc_of<RD, 3> {
   using type = float_moments_acc<RD>;
 };
-#endif
 template <class RD>
-using row_acc = typename row_acc_of<RD>::type;
+struct row_acc_of<RD, 4> {
+  using type = float_block_sum_acc<RD>;
+};
+#endif
+template <class RD, bool Coarse>
+using row_acc = typename row_acc_of<RD, acc_kind<RD, Coarse>()>::type;
 
 // ---- column groups ------------------------------------------------------------
 // The states of one block of rows at the positions of a tile, in place in
-// the group's partial states (float sums in f64, a register of floats
-// widened at a time).
-template <class RD>
+// the group's partial states. Float sums in f64, a register of floats
+// widened at a time; coarse ones (only reaching 16-bit outputs) in an f32
+// tile added into the states every 16 rows.
+template <class RD, bool Coarse>
 struct column_acc {
   using state = typename RD::state;
-  static constexpr bool float_sum = acc_kind<RD>() == 1;
+  static constexpr int kind = acc_kind<RD, Coarse>();
   state* s = nullptr;
-  void start(state* at, idx_t n) {
+  idx_t n = 0;
+  int rows = 0;
+  std::vector<float> f;  // coarse sums: the block's last rows, in f32
+  void start(state* at, idx_t count) {
     s = at;
+    n = count;
+    rows = 0;
     for (idx_t j = 0; j < n; ++j) s[j] = RD::identity();
+    if constexpr (kind == 4) f.assign(static_cast<std::size_t>(n), 0.0f);
+  }
+  // A new row of the block begins.
+  void row() {
+    if constexpr (kind == 4) {
+      if (++rows > block_registers) flush();
+    }
+  }
+  void flush() {
+    if constexpr (kind == 4) {
+      for (idx_t j = 0; j < n; ++j) {
+        s[j] += static_cast<double>(f[static_cast<std::size_t>(j)]);
+        f[static_cast<std::size_t>(j)] = 0.0f;
+      }
+      rows = 1;
+    }
   }
   template <mode Md, class L>
-  FUSEX_HOST_INLINE void add(idx_t pos, const L& v, int n) {
-    if constexpr (float_sum && Md == mode::fast) {
+  FUSEX_HOST_INLINE void add(idx_t pos, const L& v, int cnt) {
+    if constexpr (kind == 4) {
+      float* t = f.data() + pos;
+      if constexpr (Md == mode::fast) {
+#if FUSEX_HOST_SIMD
+        simd::f32v x;
+        std::memcpy(&x, t, sizeof x);
+        x += v;
+        std::memcpy(t, &x, sizeof x);
+#endif
+      } else {
+        for (int l = 0; l < cnt; ++l) t[l] += v[l];
+      }
+    } else if constexpr (kind == 1 && Md == mode::fast) {
 #if FUSEX_HOST_SIMD
       simd::f64v lo, hi, a, b;
       widen(v, a, b);
@@ -233,7 +331,7 @@ struct column_acc {
       std::memcpy(p + V / 2, &hi, sizeof hi);
 #endif
     } else {
-      for (int l = 0; l < (Md == mode::fast ? V : n); ++l) RD::add(s[pos + l], v[l]);
+      for (int l = 0; l < (Md == mode::fast ? V : cnt); ++l) RD::add(s[pos + l], v[l]);
     }
   }
 };

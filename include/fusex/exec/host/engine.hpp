@@ -16,18 +16,28 @@
 // with the CUDA and reference executors; 16-bit values compute in float and
 // round after each prim, as everywhere.
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "../../codegen/eval.hpp"
 #include "forest.hpp"
 #include "lanes.hpp"
 
-#if defined(__GNUC__) && !defined(__CUDACC__)
+#if defined(__GNUC__) && !defined(__CUDACC__) && defined(__OPTIMIZE__)
 #define FUSEX_HOST_FLATTEN __attribute__((flatten))
+// One out-of-line copy per engine of the big pieces (binding a segment, a
+// segment's register loop, a gathered register), each with everything it
+// calls inlined: inlined at every call site they multiplied the code the
+// optimiser compiles.
+#define FUSEX_HOST_OUTLINE __attribute__((noinline, flatten))
 #else
 #define FUSEX_HOST_FLATTEN
+#define FUSEX_HOST_OUTLINE
 #endif
 
 namespace fusex::detail::host_engine {
@@ -65,7 +75,9 @@ struct engine {
   using P = prog<C>;
   const group_args<C>& a;
   reduced<C> red;
-  binding<Fo> b;
+  // mutable: a gathered register points the leaves at buffers for the
+  // duration of one evaluation
+  mutable binding<Fo> b;
 
   template <int I>
   static consteval int root_of() {
@@ -93,13 +105,39 @@ struct engine {
     using F = codegen::frame<C, root>;
     unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA { bind_member<I, F::id(decltype(kk)::value)>(c, step, limit); });
     if constexpr (Fo::rec(I).la < 0) {
-      const auto v = eval<I, mode::single, false>(0, 1);
+      // one value: its loads broadcast into registers, evaluated as lanes
+      alignas(64) unsigned char bufs[F::size()][8 * V];
+      const void* saved[F::size()] = {};
+      unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA {
+        constexpr int M = F::id(decltype(kk)::value);
+        if constexpr (P::op(M) == op_kind::input || (Fo::dense && P::computes(M))) {
+          auto& lf = b.leaf[Fo::leaf(I, M)];
+          saved[decltype(kk)::value] = lf.p;
+          lf.p = broadcast_leaf<M>(lf.p, bufs[decltype(kk)::value]);
+        }
+      });
+      const auto v = eval<I, false>(0);
+      unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA {
+        constexpr int M = F::id(decltype(kk)::value);
+        if constexpr (P::op(M) == op_kind::input || (Fo::dense && P::computes(M)))
+          b.leaf[Fo::leaf(I, M)].p = saved[decltype(kk)::value];
+      });
       constexpr int s = Fo::splat_slot(I);
       using T = vt<P::dt(root)>;
       if constexpr (std::is_same_v<T, float>) b.sf[s] = v[0];
       else if constexpr (std::is_same_v<T, double>) b.sd[s] = v[0];
       else b.sl[s] = v[0];
     }
+  }
+
+  // The element at p (a memory leaf of member M) copied to all V slots of buf.
+  template <int M>
+  static FUSEX_HOST_INLINE const void* broadcast_leaf(const void* p, unsigned char* buf) {
+    using T = std::conditional_t<P::op(M) == op_kind::input, storage_t<P::dt(M)>, vt<P::dt(M)>>;
+    T x;
+    std::memcpy(static_cast<void*>(&x), p, sizeof x);
+    for (int l = 0; l < V; ++l) std::memcpy(buf + l * sizeof x, static_cast<const void*>(&x), sizeof x);
+    return buf;
   }
 
   template <int I, int M>
@@ -284,8 +322,8 @@ struct engine {
 
   // The lanes of instance J: its stored value when it is one value for all
   // lanes, else its evaluation.
-  template <int J, mode Md>
-  FUSEX_HOST_INLINE root_lanes<J> value(idx_t i, int n) const {
+  template <int J>
+  FUSEX_HOST_INLINE root_lanes<J> value(idx_t i) const {
     if constexpr (Fo::rec(J).la < 0) {
       constexpr int s = Fo::splat_slot(J);
       using T = vt<P::dt(root_of<J>())>;
@@ -293,41 +331,39 @@ struct engine {
       else if constexpr (std::is_same_v<T, double>) return splat(b.sd[s]);
       else return splat(b.sl[s]);
     } else {
-      return eval<J, Md, false>(i, n);
+      return eval<J, false>(i);
     }
   }
 
-  // Instance I's root at lanes [i, i + n) of the segment. Raw: a 16-bit
-  // root is left unrounded (its store rounds).
-  template <int I, mode Md, bool Raw>
-  FUSEX_HOST_INLINE root_lanes<I> eval(idx_t i, int n) const {
+  // Instance I's root at lanes [i, i + V) of the segment, every leaf read
+  // at unit stride (a gathered register's leaves point at buffers). Raw: a
+  // 16-bit root is left unrounded (its store rounds).
+  template <int I, bool Raw>
+  FUSEX_HOST_INLINE root_lanes<I> eval(idx_t i) const {
     constexpr int R = root_of<I>();
     using F = codegen::frame<C, R>;
     frame_values<R> st;
     unrolled<F::size()>([&](auto kk) FUSEX_HOST_LAMBDA {
       constexpr int M = F::id(decltype(kk)::value);
-      st.template at<M>() = compute<I, M, Md, Raw && M == R>(st, i, n);
+      st.template at<M>() = compute<I, M, Raw && M == R>(st, i);
     });
     return st.template at<R>();
   }
 
   // Operand k of member M of instance I.
-  template <int I, int M, int k, mode Md, class S>
-  FUSEX_HOST_INLINE auto operand(S& st, idx_t i, int n) const {
+  template <int I, int M, int k, class S>
+  FUSEX_HOST_INLINE auto operand(S& st, idx_t i) const {
     if constexpr (P::identity(M, k)) return st.template at<P::operand(M, k)>();
-    else return value<Fo::child(I, M, k), Md>(i, n);
+    else return value<Fo::child(I, M, k)>(i);
   }
 
-  template <int I, int M, mode Md, bool NoRound, class S>
-  FUSEX_HOST_INLINE dlanes<P::dt(M)> compute(S& st, idx_t i, int n) const {
+  template <int I, int M, bool NoRound, class S>
+  FUSEX_HOST_INLINE dlanes<P::dt(M)> compute(S& st, idx_t i) const {
     constexpr op_kind K = P::op(M);
     constexpr dtype D = P::dt(M);
     using T = vt<D>;
     if constexpr (K == op_kind::input) {
-      const auto& lf = b.leaf[Fo::leaf(I, M)];
-      const auto* p = static_cast<const storage_t<D>*>(lf.p);
-      if constexpr (Md == mode::fast) return load<D, Md>(p + i, 1, V);
-      else return load<D, Md>(p + i * lf.stride, lf.stride, n);
+      return load<D, mode::fast>(static_cast<const storage_t<D>*>(b.leaf[Fo::leaf(I, M)].p) + i, 1, V);
     } else if constexpr (K == op_kind::constant || K == op_kind::full) {
       return splat(codegen::to_dtype<D>(P::value(M)));
     } else if constexpr (K == op_kind::index_value) {
@@ -338,16 +374,13 @@ struct engine {
       const auto& lf = b.leaf[Fo::leaf(I, M)];
       dlanes<D> v;
       for (int l = 0; l < V; ++l) {
-        const idx_t pos = lf.base + (i + (Md == mode::single ? 0 : l)) * lf.stride;
+        const idx_t pos = lf.base + (i + l) * lf.stride;
         v[l] = codegen::to_dtype<D>(P::value(M) + static_cast<double>(pos) * P::value2(M));
       }
       return v;
     } else if constexpr (P::computes(M)) {
       if constexpr (Fo::dense) {
-        const auto& lf = b.leaf[Fo::leaf(I, M)];
-        const T* p = static_cast<const T*>(lf.p);
-        if constexpr (Md == mode::fast) return load_held<T, Md>(p + i, 1, V);
-        else return load_held<T, Md>(p + i * lf.stride, lf.stride, n);
+        return load_held<T, mode::fast>(static_cast<const T*>(b.leaf[Fo::leaf(I, M)].p) + i, 1, V);
       } else {
         return splat(static_cast<T>(red.row->template at<P::red_index(M)>()[0]));
       }
@@ -356,16 +389,16 @@ struct engine {
       const int sel = b.sel[Fo::sel(I, M)];
       unrolled<P::nops(M)>([&](auto kk) FUSEX_HOST_LAMBDA {
         constexpr int k = decltype(kk)::value;
-        if (sel == k) v = convert<D, P::dt(P::operand(M, k))>(value<Fo::child(I, M, k), Md>(i, n));
+        if (sel == k) v = convert<D, P::dt(P::operand(M, k))>(value<Fo::child(I, M, k)>(i));
       });
       return v;
     } else if constexpr (K == op_kind::pad) {
-      if (b.sel[Fo::sel(I, M)]) return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0), Md>(i, n));
+      if (b.sel[Fo::sel(I, M)]) return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0)>(i));
       return splat(codegen::to_dtype<D>(P::value(M)));
     } else if constexpr (category(K) == op_category::remap) {
-      return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0), Md>(i, n));
+      return convert<D, P::dt(P::operand(M, 0))>(value<Fo::child(I, M, 0)>(i));
     } else {
-      return elementwise<I, M, Md, NoRound>(st, i, n);
+      return elementwise<I, M, NoRound>(st, i);
     }
   }
 
@@ -384,8 +417,8 @@ struct engine {
     return true;
   }
 
-  template <int I, int M, mode Md, bool NoRound, class S>
-  FUSEX_HOST_INLINE dlanes<P::dt(M)> elementwise(S& st, idx_t i, int n) const {
+  template <int I, int M, bool NoRound, class S>
+  FUSEX_HOST_INLINE dlanes<P::dt(M)> elementwise(S& st, idx_t i) const {
     constexpr op_kind K = P::op(M);
     constexpr dtype D = P::dt(M);
     constexpr dtype ct = codegen::compute_dtype_of<C, M>();
@@ -400,7 +433,7 @@ struct engine {
     constexpr auto c0 = ic<0>{};
     constexpr auto c1 = ic<1>{};
     constexpr auto c2 = ic<2>{};
-    const auto opnd = [&](auto kk) FUSEX_HOST_LAMBDA { return operand<I, M, decltype(kk)::value, Md>(st, i, n); };
+    const auto opnd = [&](auto kk) FUSEX_HOST_LAMBDA { return operand<I, M, decltype(kk)::value>(st, i); };
     constexpr bool vector_op = vector_op_of<M>();
     dlanes<D> v;
     if constexpr (K == op_kind::convert) {
@@ -439,7 +472,7 @@ struct engine {
       const auto x = opnd(c0);
       const auto y = opnd(c1);
       constexpr bool splat_divisor =
-          K == op_kind::div && is_floating(ct) && Md != mode::single && one_value_operand(I, M, 1);
+          K == op_kind::div && is_floating(ct) && one_value_operand(I, M, 1);
       if constexpr (splat_divisor) {
         // one divisor for all the lanes (a row's sum, a norm): its
         // reciprocal once, then a multiply per lane (within 2 ulp of division)
@@ -469,13 +502,46 @@ struct engine {
   template <int j, mode Md, bool Raw>
   FUSEX_HOST_INLINE auto root(idx_t i, int n) const {
     constexpr int I = Fo::root_instance(j);
-    if constexpr (Fo::rec(I).la < 0) return value<I, Md>(i, n);
-    else return eval<I, Md, Raw>(i, n);
+    if constexpr (Fo::rec(I).la < 0) {
+      return value<I>(i);
+    } else if constexpr (Md == mode::fast) {
+      return eval<I, Raw>(i);
+    } else {
+      return gathered<I, Raw>(i, n);
+    }
+  }
+  // Lanes [i, i + n) of instance I at their strides: each load's lanes
+  // gathered into a buffer (lanes past n repeat lane n - 1), then the same
+  // evaluation.
+  template <int I, bool Raw>
+  FUSEX_HOST_OUTLINE root_lanes<I> gathered(idx_t i, int n) const {
+    const binding<Fo> saved = b;
+    alignas(64) unsigned char bufs[Fo::nleaf][8 * V];
+    unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA { gather_leaf<decltype(ss)::value>(i, n, bufs[decltype(ss)::value]); });
+    const auto v = eval<I, Raw>(0);
+    b = saved;
+    return v;
+  }
+  template <int S>
+  FUSEX_HOST_INLINE void gather_leaf(idx_t i, int n, unsigned char* buf) const {
+    if constexpr (Fo::lane_leaf(S)) {
+      auto& lf = b.leaf[S];
+      if (lf.p == nullptr) return;  // not bound in this segment
+      constexpr int I = Fo::leaf_instance(S), M = Fo::leaf_member(S);
+      using T = std::conditional_t<P::op(M) == op_kind::input, storage_t<P::dt(M)>, vt<P::dt(M)>>;
+      const unsigned char* p = static_cast<const unsigned char*>(lf.p);
+      for (int l = 0; l < V; ++l)
+        std::memcpy(buf + l * sizeof(T), p + (i + (l < n ? l : n - 1)) * lf.stride * static_cast<idx_t>(sizeof(T)), sizeof(T));
+      lf.p = buf;
+      (void)I;
+    } else if constexpr (Fo::iota_leaf(S)) {
+      b.leaf[S].base += i * b.leaf[S].stride;
+    }
   }
 
-  FUSEX_HOST_INLINE void bind_roots(const idx_t* c, idx_t& limit) {
+  FUSEX_HOST_OUTLINE void bind_roots(const idx_t* c, idx_t& limit) {
     unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA {
-      if constexpr (Fo::lane_leaf(decltype(ss)::value)) b.leaf[decltype(ss)::value].stride = 1;
+      if constexpr (Fo::lane_leaf(decltype(ss)::value)) b.leaf[decltype(ss)::value] = {nullptr, 1, 0};
     });
     unrolled<nroots>([&](auto jj) FUSEX_HOST_LAMBDA { bind<Fo::root_instance(decltype(jj)::value)>(c, 1, limit); });
   }
@@ -485,6 +551,24 @@ struct engine {
       if constexpr (Fo::lane_leaf(decltype(ss)::value)) ok = ok && b.leaf[decltype(ss)::value].stride == 1;
     });
     return ok;
+  }
+
+  // The lanes [0, n) of the bound segment into the sink: whole registers
+  // (in pairs: slot 0 and slot 1, two reduction chains) when everything has
+  // unit stride, gathered lanes otherwise and for the last partial register.
+  template <class Sink>
+  FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink) {
+    idx_t i = 0;
+    if (fast && n >= V) {
+      if constexpr (Sink::slots > 1) {
+        for (; i + 2 * V <= n; i += 2 * V) {
+          sink.template put<mode::fast, 0>(*this, i, V);
+          sink.template put<mode::fast, 1>(*this, i + V, V);
+        }
+      }
+      for (; i + V <= n; i += V) sink.template put<mode::fast, 0>(*this, i, V);
+    }
+    for (; i < n; i += V) sink.template put<mode::gather, 0>(*this, i, static_cast<int>(n - i < V ? n - i : V));
   }
 
   // Positions [c0, c1) along the roots' last axis at outer coordinates c
@@ -497,22 +581,84 @@ struct engine {
       c[r - 1] = s;
       bind_roots(c, n);
       sink.bind(*this, c);
-      idx_t i = 0;
-      if (n >= V && sink.contiguous() && lanes_contiguous()) {
-        // registers in pairs: slot 0 and slot 1 (two reduction chains)
-        for (; i + 2 * V <= n; i += 2 * V) {
-          sink.template put<mode::fast, 0>(*this, i, V);
-          sink.template put<mode::fast, 1>(*this, i + V, V);
-        }
-        if (i + V <= n) {
-          sink.template put<mode::fast, 0>(*this, i, V);
-          i += V;
-        }
-      }
-      for (; i < n; i += V) sink.template put<mode::gather, 0>(*this, i, static_cast<int>(n - i < V ? n - i : V));
+      run_segment(n, sink.contiguous() && lanes_contiguous(), sink);
       s += n;
     }
   }
+
+  // One row's segments, bound: what a row of a run of rows replays.
+  struct bound_segment {
+    binding<Fo> b;
+    idx_t start, n;
+    bool fast;
+  };
+  static std::vector<bound_segment>& segment_cache(int which) {
+    thread_local std::vector<bound_segment> cache[2];
+    return cache[which];
+  }
+  FUSEX_HOST_INLINE void collect(idx_t* c, int r, idx_t c0, idx_t c1, std::vector<bound_segment>& out) {
+    out.clear();
+    idx_t s = c0;
+    while (s < c1) {
+      idx_t n = c1 - s;
+      c[r - 1] = s;
+      bind_roots(c, n);
+      out.push_back(bound_segment{b, s, n, lanes_contiguous()});
+      s += n;
+    }
+  }
+
+  // nrows rows from c, consecutive along outer axis d, each over [c0, c1).
+  // Where no segment boundary, selection or one-value instance depends on d
+  // (forest::steppable), the first row's segments are bound once and every
+  // row replays them with its pointers moved by a constant delta per row
+  // (the second row, bound too, gives the deltas); a qkv backward row of
+  // dozens of segments is bound once per run of rows instead of per row.
+  template <class Sink>
+  FUSEX_HOST_INLINE void run_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink) {
+    const idx_t cd = d >= 0 ? c[d] : 0;
+    bool step = nrows >= 3 && Fo::steppable(d);
+    if (step) {
+      auto& first = segment_cache(0);
+      auto& second = segment_cache(1);
+      collect(c, r, c0, c1, first);
+      c[d] = cd + 1;
+      collect(c, r, c0, c1, second);
+      step = first.size() == second.size();
+      for (std::size_t j = 0; step && j < first.size(); ++j)
+        step = first[j].start == second[j].start && first[j].n == second[j].n && first[j].fast == second[j].fast &&
+               std::equal(std::begin(first[j].b.sel), std::end(first[j].b.sel), std::begin(second[j].b.sel));
+      if (step) {
+        for (idx_t row = 0; row < nrows; ++row) {
+          c[d] = cd + row;
+          for (std::size_t j = 0; j < first.size(); ++j) {
+            // each leaf moves by what it moved from the first row to the second
+            const auto& f = first[j];
+            const auto& g = second[j];
+            b = f.b;
+            for (int k = 0; k < Fo::nleaf; ++k) {
+              // as integers: a leaf the segment does not use may hold any value
+              const auto p0 = reinterpret_cast<std::uintptr_t>(f.b.leaf[k].p);
+              const auto p1 = reinterpret_cast<std::uintptr_t>(g.b.leaf[k].p);
+              b.leaf[k].p = reinterpret_cast<const void*>(p0 + static_cast<std::uintptr_t>(row) * (p1 - p0));
+              b.leaf[k].base = f.b.leaf[k].base + row * (g.b.leaf[k].base - f.b.leaf[k].base);
+            }
+            c[r - 1] = f.start;
+            sink.bind(*this, c);
+            run_segment(f.n, f.fast && sink.contiguous(), sink);
+          }
+        }
+        c[d] = cd;
+        return;
+      }
+    }
+    for (idx_t row = 0; row < nrows; ++row) {
+      if (d >= 0) c[d] = cd + row;
+      run(c, r, c0, c1, sink);
+    }
+    if (d >= 0) c[d] = cd;
+  }
+
   // The one element at coordinates c.
   template <class Sink>
   FUSEX_HOST_INLINE void run_one(const idx_t* c, Sink& sink) {
@@ -530,6 +676,7 @@ struct write_sink {
   static constexpr int R = P::write_local(W);
   static constexpr dtype D = P::dt(R);
   static constexpr int r = P::rank(R);
+  static constexpr int slots = 1;  // registers in any order
   storage_t<D>* p = nullptr;
   idx_t stride = 0;
   template <class E>

@@ -133,7 +133,13 @@ struct forest {
     int leaf[N][NL] = {};     // slot of a memory leaf member, or -1
     int sel[N][NL] = {};      // slot of a cat or pad member's selection, or -1
     int splat[N] = {};        // one-value instances: their value's slot, by class
+    int leaf_inst[N * NL] = {}, leaf_mem[N * NL] = {};  // leaf slot -> instance, member
     int nleaf = 0, nsel = 0, nsplat[3] = {};
+    // Root axes along which rows cannot be stepped by constant pointer
+    // deltas: a cat, pad or reshape split depends on them (a segment
+    // boundary or selection would move), or a one-value instance does (its
+    // value would change).
+    unsigned unsteppable = 0;
   };
 
   static consteval int value_class(int local) {
@@ -141,33 +147,80 @@ struct forest {
     return (d == dtype::f16 || d == dtype::bf16 || d == dtype::f32) ? 0 : d == dtype::f64 ? 1 : 2;
   }
 
-  static consteval void fill(tables& t, int& n, int root, int la, int parent, int em, int ek) {
+  // deps[d]: the root axes coordinate d of this instance depends on (a
+  // mask); each child's follow from the edge that reaches it.
+  static consteval void fill(tables& t, int& n, int root, int la, int parent, int em, int ek, const unsigned* deps) {
     const int me = n++;
     t.inst[me] = instance{root, parent, la, em, ek};
+    if (la < 0)
+      for (int d = 0; d < P::rank(root); ++d) t.unsteppable |= deps[d];
     bool in[NL] = {};
     G::frame(root, in);
     for (int m = 0; m < NL; ++m) {
       t.leaf[me][m] = -1;
       t.sel[me][m] = -1;
       if (!in[m]) continue;
-      if (memory_leaf(m)) t.leaf[me][m] = t.nleaf++;
+      if (memory_leaf(m)) {
+        t.leaf_inst[t.nleaf] = me;
+        t.leaf_mem[t.nleaf] = m;
+        t.leaf[me][m] = t.nleaf++;
+      }
       if (P::op(m) == op_kind::cat || P::op(m) == op_kind::pad) t.sel[me][m] = t.nsel++;
     }
     t.splat[me] = la < 0 ? t.nsplat[value_class(root)]++ : -1;
     t.first_child[me] = n;
     for (int m = 0; m < NL; ++m) {
       if (!in[m] || P::is_leaf(m)) continue;
-      for (int k = 0; k < P::nops(m); ++k)
-        if (!P::identity(m, k)) fill(t, n, P::operand(m, k), G::child_la(m, k, la), me, m, k);
+      for (int k = 0; k < P::nops(m); ++k) {
+        if (P::identity(m, k)) continue;
+        unsigned cd[max_rank] = {};
+        child_deps(t, m, k, deps, cd);
+        fill(t, n, P::operand(m, k), G::child_la(m, k, la), me, m, k, cd);
+      }
+    }
+  }
+  // The dependencies of operand k of member m's coordinates.
+  static consteval void child_deps(tables& t, int m, int k, const unsigned* deps, unsigned* cd) {
+    const op_kind K = P::op(m);
+    const int u = P::operand(m, k);
+    const int r = P::rank(m), ru = P::rank(u);
+    if (category(K) == op_category::elementwise) {
+      if (ru == r)
+        for (int d = 0; d < ru; ++d) cd[d] = ((P::bcast(m, k) >> d) & 1) ? 0u : deps[d];
+    } else if (K == op_kind::broadcast_in_dim) {
+      for (int j = 0; j < ru; ++j) cd[j] = P::static1(u, j) ? 0u : deps[P::map(m, j)];
+    } else if (K == op_kind::permute) {
+      for (int i = 0; i < r; ++i) cd[P::map(m, i)] = deps[i];
+    } else if (K == op_kind::slice) {
+      for (int d = 0; d < r; ++d) cd[d] = deps[d];
+    } else if (K == op_kind::pad || K == op_kind::cat) {
+      for (int d = 0; d < r; ++d) cd[d] = deps[d];
+      t.unsteppable |= deps[P::axis(m)];
+    } else {  // reshape
+      int prefix = 0, suffix = 0;
+      G::reshape_parts(m, prefix, suffix);
+      unsigned middle = 0;
+      for (int d = prefix; d < r - suffix; ++d) middle |= deps[d];
+      for (int d = 0; d < prefix; ++d) cd[d] = deps[d];
+      for (int j = 0; j < suffix; ++j) cd[ru - 1 - j] = deps[r - 1 - j];
+      for (int d = prefix; d < ru - suffix; ++d) cd[d] = middle;
+      if (ru - suffix - prefix >= 2) t.unsteppable |= middle;  // split by division
     }
   }
   static consteval tables make() {
     tables t{};
     int n = 0;
-    for (int r : roots) fill(t, n, r, root_la(r), -1, -1, -1);
+    for (int r : roots) {
+      unsigned deps[max_rank] = {};
+      for (int d = 0; d < P::rank(r); ++d) deps[d] = 1u << d;
+      fill(t, n, r, root_la(r), -1, -1, -1, deps);
+    }
     return t;
   }
+
   static constexpr tables T = make();
+  // Rows may step along root axis d by constant pointer deltas.
+  static constexpr bool steppable(int d) { return d >= 0 && ((T.unsteppable >> d) & 1u) == 0; }
 
   static consteval int root_instance(int j) {
     int i = 0;
@@ -190,13 +243,13 @@ struct forest {
   static constexpr int nsplat_d = T.nsplat[1] > 0 ? T.nsplat[1] : 1;
   static constexpr int nsplat_l = T.nsplat[2] > 0 ? T.nsplat[2] : 1;
 
-  // Leaves read with lanes (their stride decides the fast path).
+  static consteval int leaf_instance(int s) { return T.leaf_inst[s]; }
+  static consteval int leaf_member(int s) { return T.leaf_mem[s]; }
+  // Leaves read from memory with lanes (their stride decides the fast path).
   static consteval bool lane_leaf(int s) {
-    for (int i = 0; i < N; ++i)
-      for (int m = 0; m < NL; ++m)
-        if (T.leaf[i][m] == s) return T.inst[i].la >= 0 && P::op(m) != op_kind::iota;
-    return false;
+    return s < T.nleaf && T.inst[T.leaf_inst[s]].la >= 0 && P::op(T.leaf_mem[s]) != op_kind::iota;
   }
+  static consteval bool iota_leaf(int s) { return s < T.nleaf && P::op(T.leaf_mem[s]) == op_kind::iota; }
 };
 
 }  // namespace fusex::detail::host_engine

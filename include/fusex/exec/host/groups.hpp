@@ -70,10 +70,11 @@ inline void* scratch(std::size_t bytes) {
 inline constexpr idx_t parallel_threshold = idx_t{1} << 15;
 
 // The rows of a space of extents ext (rank r >= 1), each cut into k pieces
-// of `chunk` positions: piece(c, c0, c1) with c the row's coordinates
-// (c[r - 1] free). Rows go in the order `order` gives the outer axes
-// (outermost first). Threads take contiguous ranges of pieces and step the
-// coordinates like an odometer.
+// of `chunk` positions: piece(c, c0, c1, n, d) for n rows from coordinates c
+// consecutive along outer axis d (c[r - 1] free; n = 1 when rows are cut).
+// Rows go in the order `order` gives the outer axes (outermost first).
+// Threads take contiguous ranges of pieces and step the coordinates like an
+// odometer.
 template <class Piece>
 void for_each_piece(const idx_t* ext, int r, int threads, const int* order, const Piece& piece) {
   idx_t rows = 1;
@@ -94,24 +95,36 @@ void for_each_piece(const idx_t* ext, int r, int threads, const int* order, cons
   idx_t chunk = (L + k - 1) / k;
   chunk = (chunk + V - 1) / V * V;
   k = (L + chunk - 1) / chunk;
+  // the innermost axis of the order: rows along it come in runs
+  const int d = r >= 2 ? order[r - 2] : -1;
   split_among_threads(rows * k, nt, [&](idx_t begin, idx_t end) {
     if (begin >= end) return;
     idx_t c[max_rank] = {};
     idx_t row = begin / k, part = begin % k;
     for (int j = r - 2; j >= 0; --j) {
-      const int d = order[j];
-      c[d] = row % ext[d];
-      row /= ext[d];
+      const int a = order[j];
+      c[a] = row % ext[a];
+      row /= ext[a];
     }
-    for (idx_t it = begin; it < end; ++it) {
-      const idx_t c0 = part * chunk, c1 = c0 + chunk < L ? c0 + chunk : L;
-      piece(c, c0, c1);
+    idx_t it = begin;
+    while (it < end) {
+      idx_t run = 1;
+      if (k == 1 && d >= 0) {
+        run = ext[d] - c[d];
+        if (run > end - it) run = end - it;
+        piece(c, 0, L, run, d);
+        c[d] += run - 1;  // the run's last row; the odometer steps past it
+      } else {
+        const idx_t c0 = part * chunk, c1 = c0 + chunk < L ? c0 + chunk : L;
+        piece(c, c0, c1, idx_t{1}, d);
+      }
+      it += run;
       if (++part == k) {
         part = 0;
         for (int j = r - 2; j >= 0; --j) {
-          const int d = order[j];
-          if (++c[d] < ext[d]) break;
-          c[d] = 0;
+          const int a = order[j];
+          if (++c[a] < ext[a]) break;
+          c[a] = 0;
         }
       }
     }
@@ -163,11 +176,12 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
 // Positions [c0, c1) of write W's row at coordinates c (flattened: the
 // whole evaluation inlines into the row loop, its lanes in registers).
 template <class C, bool Dense, int W>
-FUSEX_HOST_FLATTEN void write_piece(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t c0, idx_t c1) {
+FUSEX_HOST_FLATTEN void write_piece(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t c0, idx_t c1, idx_t nrows,
+                                    int d) {
   using Fo = forest<C, Dense, prog<C>::write_local(W)>;
   engine<C, Fo> e{a, red, {}};
   write_sink<C, W> sink;
-  e.run(c, prog<C>::rank(prog<C>::write_local(W)), c0, c1, sink);
+  e.run_rows(c, prog<C>::rank(prog<C>::write_local(W)), d, nrows, c0, c1, sink);
 }
 
 // Write W over its whole domain.
@@ -192,7 +206,9 @@ void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
       write_sink<C, W> sink;
       row_order(e, sink, ext, r, order);
     }
-    for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1) { write_piece<C, Dense, W>(a, red, c, c0, c1); });
+    for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1, idx_t n, int d) {
+      write_piece<C, Dense, W>(a, red, c, c0, c1, n, d);
+    });
   }
 }
 
@@ -207,6 +223,26 @@ void pointwise_host(const group_args<C>& a, int threads) {
 template <class C, int M>
 using host_reducer = codegen::reducer<prog<C>::op(M), prog<C>::dt(prog<C>::operand(M, 0)), double,
                                       prog<C>::op(M) == op_kind::var_mean && (prog<C>::flag(M) & 2) != 0>;
+
+// Does reduction M's value reach the group's writes only through 16-bit
+// float outputs (a norm's backward: dx and dweight in bf16)? Then its float
+// sums may accumulate in f32 blocks (accumulate.hpp).
+template <class C, int M>
+consteval bool coarse_reduction() {
+  using Q = prog<C>;
+  bool reach[Q::nlocals()] = {};
+  reach[M] = true;
+  for (int i = M + 1; i < Q::nlocals(); ++i)
+    for (int k = 0; k < Q::nops(i); ++k)
+      if (reach[Q::operand(i, k)]) reach[i] = true;
+  for (int w = 0; w < Q::nwrites(); ++w)
+    if (reach[Q::write_local(w)] && !is_16bit(Q::dt(Q::write_local(w)))) return false;
+  return true;
+}
+template <class C, int M>
+using host_row_acc = row_acc<host_reducer<C, M>, coarse_reduction<C, M>()>;
+template <class C, int M>
+using host_column_acc = column_acc<host_reducer<C, M>, coarse_reduction<C, M>()>;
 
 // An earlier full var_mean of the group over the same operand and axis as
 // mean-only var_mean m (LayerNorm's mean beside its variance): its local,
@@ -285,7 +321,8 @@ struct reduction_levels {
 // Reductions Ms of a row group, as one pass's sink.
 template <class C, int... Ms>
 struct row_reduce_sink {
-  std::tuple<row_acc<host_reducer<C, Ms>>...> acc;
+  static constexpr int slots = 2;  // two chains per reduction
+  std::tuple<host_row_acc<C, Ms>...> acc;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
@@ -401,13 +438,20 @@ void row_reduction_host(const group_args<C>& a, int threads) {
 // Reductions Ms of a column group over one tile, as one pass's sink.
 template <class C, int... Ms>
 struct column_reduce_sink {
-  std::tuple<column_acc<host_reducer<C, Ms>>...> acc;
+  static constexpr int slots = 1;  // every position its own chain
+  std::tuple<host_column_acc<C, Ms>...> acc;
   idx_t base = 0;  // tile position of the segment's lane 0
   idx_t c0 = 0;
   int r = 0;
+  idx_t row = -1;  // the reduced axis' coordinate of the current row
+  int ax = 0;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t* c) {
     base = c[r - 1] - c0;
+    if (c[ax] != row) {
+      row = c[ax];
+      std::apply([](auto&... x) { (x.row(), ...); }, acc);
+    }
   }
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
   template <mode Md, int Slot, class E>
@@ -429,14 +473,13 @@ FUSEX_HOST_FLATTEN void column_block(const group_args<C>& a, reduced<C> red, idx
   constexpr int rx = Q::rank(X);
   constexpr int ax = Q::axis(Q::reduction());
   engine<C, Fo> e{a, red, {}};
-  column_reduce_sink<C, Ms...> sink{{}, 0, c0, rx};
+  column_reduce_sink<C, Ms...> sink{{}, 0, c0, rx, -1, ax};
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     (std::get<J>(sink.acc).start(static_cast<typename host_reducer<C, Ms>::state*>(at[J]), c1 - c0), ...);
   }(std::make_index_sequence<sizeof...(Ms)>{});
-  for (idx_t t = t0; t < t1; ++t) {
-    c[ax] = t;
-    e.run(c, rx, c0, c1, sink);
-  }
+  c[ax] = t0;
+  e.run_rows(c, rx, ax, t1 - t0, c0, c1, sink);
+  std::apply([](auto&... x) { (x.flush(), ...); }, sink.acc);
 }
 
 template <class C>

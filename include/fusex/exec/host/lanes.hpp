@@ -9,11 +9,11 @@
 // takes what it can. Without vector extensions (nvcc's host pass) every
 // class is an array.
 //
-// Loads and stores come in three modes:
-//   fast    V consecutive elements (unit stride, all in range)
-//   gather  n <= V lanes at a run-time stride; lanes past n repeat lane
-//           n - 1, so no address leaves the run
-//   single  one element, splat over the lanes (row-invariant values)
+// A register is evaluated in one way only: from V consecutive elements of
+// every load (fast). Lanes at other strides, a segment's last partial
+// register, and one-value instances first copy their loads' lanes into
+// buffers (engine.hpp); stores of a partial or strided register (gather)
+// write n lanes at their stride.
 
 #include <cstdint>
 #include <cstring>
@@ -35,7 +35,9 @@ inline constexpr int V = simd::width;
 inline constexpr int V = 4;
 #endif
 
-#if defined(__GNUC__) && !defined(__CUDACC__)
+// Forced inlining where the build optimises: an unoptimised build (the
+// property tests compile at -O0) would only pay compile time for it.
+#if defined(__GNUC__) && !defined(__CUDACC__) && defined(__OPTIMIZE__)
 #define FUSEX_HOST_INLINE inline __attribute__((always_inline))
 #else
 #define FUSEX_HOST_INLINE inline
@@ -44,7 +46,7 @@ inline constexpr int V = 4;
 // static_for whose body always inlines: the engine's binding and evaluation
 // must become one straight-line body per row loop (flatten alone leaves some
 // of these lambdas out of line in large groups).
-#if defined(__GNUC__) && !defined(__CUDACC__)
+#if defined(__GNUC__) && !defined(__CUDACC__) && defined(__OPTIMIZE__)
 #define FUSEX_HOST_LAMBDA __attribute__((always_inline))
 #else
 #define FUSEX_HOST_LAMBDA
@@ -93,7 +95,7 @@ template <>
 inline constexpr bool is_float_vector<simd::f32v> = true;
 #endif
 
-enum class mode { fast, gather, single };
+enum class mode { fast, gather };
 
 template <class T>
 FUSEX_HOST_INLINE lanes<T> splat(T x) {
@@ -130,45 +132,38 @@ FUSEX_HOST_INLINE dlanes<D> round_to(const dlanes<D>& v) {
 }
 
 // ---- loads ------------------------------------------------------------------
-// Lanes of dtype D at typed pointer p (lane 0), lane l at p + l * stride.
+// V consecutive elements of dtype D from p (a gathered register's lanes were
+// copied to a buffer first, so every load is a plain one).
 template <dtype D, mode M>
-FUSEX_HOST_INLINE dlanes<D> load(const storage_t<D>* p, idx_t stride, int n) {
-  if constexpr (M == mode::single) {
-    return splat(codegen::load_value<D>(p, 0));
-  } else if constexpr (M == mode::fast) {
+FUSEX_HOST_INLINE dlanes<D> load(const storage_t<D>* p, idx_t, int) {
+  static_assert(M == mode::fast, "fusex internal: loads are contiguous");
 #if FUSEX_HOST_SIMD
-    if constexpr (D == dtype::bf16) {
-      simd::u16v h;
-      std::memcpy(&h, p, sizeof h);
-      return simd::bf16_bits_to_f32(h);
-    } else if constexpr (D == dtype::f32) {
-      simd::f32v v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-#endif
-    dlanes<D> r;
-    for (int l = 0; l < V; ++l) r[l] = codegen::load_value<D>(p, l);
-    return r;
-  } else {
-    dlanes<D> r;
-    for (int l = 0; l < V; ++l) r[l] = codegen::load_value<D>(p, static_cast<idx_t>(l < n ? l : n - 1) * stride);
-    return r;
+  if constexpr (D == dtype::bf16) {
+    simd::u16v h;
+    std::memcpy(&h, p, sizeof h);
+    return simd::bf16_bits_to_f32(h);
+  } else if constexpr (D == dtype::f32) {
+    simd::f32v v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
   }
+#endif
+  dlanes<D> r;
+  for (int l = 0; l < V; ++l) r[l] = codegen::load_value<D>(p, l);
+  return r;
 }
 
-// Values held as T (a reduction's finished values) in a dense array.
+// V consecutive values held as T (a reduction's finished values).
 template <class T, mode M>
-FUSEX_HOST_INLINE lanes<T> load_held(const T* p, idx_t stride, int n) {
-  if constexpr (M == mode::single) {
-    return splat(p[0]);
-  } else if constexpr (M == mode::fast && is_float_vector<lanes<T>>) {
+FUSEX_HOST_INLINE lanes<T> load_held(const T* p, idx_t, int) {
+  static_assert(M == mode::fast, "fusex internal: loads are contiguous");
+  if constexpr (is_float_vector<lanes<T>>) {
     lanes<T> v;
     std::memcpy(&v, p, sizeof v);
     return v;
   } else {
     lanes<T> r;
-    for (int l = 0; l < V; ++l) r[l] = p[M == mode::fast ? l : static_cast<idx_t>(l < n ? l : n - 1) * stride];
+    for (int l = 0; l < V; ++l) r[l] = p[l];
     return r;
   }
 }
