@@ -1,0 +1,137 @@
+// The fused host executor against the reference under the fused,
+// greedy-claim and unfused policies: row reductions (LayerNorm, softmax),
+// column reductions with input-shaped writes, zero-size and non-contiguous
+// inputs, errors, and plans run concurrently. (test_host_executor.cpp: the
+// pointwise groups, remaps, matmul, scalars, in place.)
+#include "executor_check.hpp"
+
+#include <thread>
+
+using namespace fxt;
+namespace fx = fusex;
+
+namespace {
+
+constexpr auto layer_norm = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<float, 1> w, fx::tensor<float, 1> b,
+                                         fx::scalar<float> eps) {
+  auto r = fx::ops::layer_norm(x, w, b, eps);
+  return std::tuple{r.y, r.mean, r.rstd};
+});
+static_assert(fx::partition(layer_norm).kernels() == 1);
+
+constexpr auto softmax = fx::trace([](fx::tensor<float, 3> x) {
+  auto m = fx::amax<-1>(x, fx::keepdim);
+  auto e = fx::exp(x - m);
+  return e / fx::sum<-1>(e, fx::keepdim);
+});
+static_assert(fx::partition(softmax).kernels() == 1);
+
+constexpr auto column_sums = fx::trace([](fx::tensor<float, 2> dy, fx::tensor<float, 2> x) {
+  auto [var, mean] = fx::var_mean<0>(x, 1.0);
+  return std::tuple{fx::sum<0>(dy * x), fx::sum<0>(dy, fx::keepdim), dy * 2.0f, var, mean};
+});
+static_assert(fx::partition(column_sums).kernels() == 1);
+
+// Over the middle axis of a rank-3 value, with a second reduction that reads
+// the first (centred second moment) and an amax.
+constexpr auto middle_axis = fx::trace([](fx::tensor<float, 3> x) {
+  auto m = fx::sum<1>(x, fx::keepdim) / fx::convert<float>(fx::index_value<std::int64_t>(x.extent<1>(), x));
+  auto c = x - m;
+  return std::tuple{fx::sum<1>(c * c), fx::amax<1>(x), m};
+});
+
+}  // namespace
+
+TEST_CASE("host executor: row reductions (LayerNorm, softmax)", "[executor][host]") {
+  auto x = random_tensor<fx::bf16, 2>({37, 301});
+  auto w = random_tensor<float, 1>({301}), b = random_tensor<float, 1>({301});
+  check_policies(layer_norm, "layer_norm", x, w, b, 1e-5f);
+  auto s = random_tensor<float, 3>({3, 5, 131}, -6, 6);
+  check_policies(softmax, "softmax", s);
+  // a row of length 0 and rows of length 1
+  check_policies(softmax, "softmax empty rows", fx::view<const float, 3>(nullptr, {2, 3, 0}));
+  check_policies(softmax, "softmax unit rows", random_tensor<float, 3>({2, 3, 1}));
+}
+
+TEST_CASE("host executor: column reductions with input-shaped writes", "[executor][host]") {
+  auto dy = random_tensor<float, 2>({70, 19}), x = random_tensor<float, 2>({70, 19});
+  check_policies(column_sums, "column_sums", dy, x);
+  // transposed (non-contiguous) inputs
+  std::vector<float> store(19 * 70);
+  for (auto& v : store) v = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng()));
+  fx::view<const float, 2> xt(store.data(), {70, 19}, {1, 70});
+  check_policies(column_sums, "column_sums transposed", dy, xt);
+}
+
+TEST_CASE("host executor: column reductions over many row blocks and column tiles", "[executor][host]") {
+  // 1000 rows: the host cuts them into blocks merged in order; 700 columns:
+  // several tiles of chunks, the last one partial.
+  auto dy = random_tensor<float, 2>({1000, 700}), x = random_tensor<float, 2>({1000, 700}, 50, 54);
+  check_policies(column_sums, "column_sums 1000 x 700", dy, x);
+  check_policies(middle_axis, "middle axis", random_tensor<float, 3>({3, 517, 45}));
+  check_policies(middle_axis, "middle axis of extent 1", random_tensor<float, 3>({3, 1, 45}));
+  check_policies(column_sums, "no rows", fx::view<const float, 2>(nullptr, {0, 5}), fx::view<const float, 2>(nullptr, {0, 5}));
+}
+
+namespace {
+// dx in bf16, dweight and dbias summed over rows in f32 and stored in bf16:
+// sums whose values only reach bf16 outputs accumulate in f32 blocks on the
+// host (row sums over the normalised axis and column sums over the rows).
+constexpr auto layer_norm_bwd = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 1> w,
+                                             fx::tensor<fx::bf16, 2> dy) {
+  auto [var, mean] = fx::var_mean<-1>(fx::convert<float>(x), 0.0, fx::keepdim);
+  auto [dx, dw, db] = fx::ops::layer_norm_backward(x, w, mean, fx::rsqrt(var + 1e-5f), dy);
+  return std::tuple{dx, dw, db};
+});
+}  // namespace
+
+TEST_CASE("host executor: bf16 LayerNorm backward (f32 block sums) against the reference", "[executor][host]") {
+  // 300 rows: column sums in several row blocks; 517 columns: a partial last
+  // register in every row. Large means make the sums cancel.
+  const int R = 300, C = 517;
+  auto x = random_tensor<fx::bf16, 2>({R, C}, 20, 24), dy = random_tensor<fx::bf16, 2>({R, C});
+  check_policies(layer_norm_bwd, "layer_norm backward", x, random_tensor<fx::bf16, 1>({C}), dy);
+}
+
+TEST_CASE("host executor: the plan's errors are the reference's errors", "[executor][host]") {
+  auto dy = random_tensor<float, 2>({7, 3}), x = random_tensor<float, 2>({7, 4});
+  REQUIRE_THROWS_AS(fx::evaluate(fx::partition(column_sums), fx::host{}, dy, x), fx::shape_error);
+}
+
+TEST_CASE("host executor: plans run concurrently from several threads, each into its own outputs", "[executor][host]") {
+  // Each thread runs the LayerNorm and softmax plans on its own inputs; the
+  // results must equal, bit for bit, the same plans run alone (the host
+  // executor's reductions combine in a fixed order, whatever the threads).
+  constexpr auto ln_plan = fx::partition(layer_norm);
+  constexpr auto sm_plan = fx::partition(softmax);
+  constexpr int workers = 4;
+  std::vector<fx::host_tensor<fx::bf16, 2>> xs;
+  std::vector<fx::host_tensor<float, 3>> ss;
+  for (int t = 0; t < workers; ++t) {
+    xs.push_back(random_tensor<fx::bf16, 2>({64 + t, 509}));
+    ss.push_back(random_tensor<float, 3>({3, 7 + t, 257}, -6, 6));
+  }
+  const auto w = random_tensor<float, 1>({509}), b = random_tensor<float, 1>({509});
+  std::vector<decltype(fx::evaluate(ln_plan, fx::host{}, xs[0], w, b, 1e-5f))> ln_alone;
+  std::vector<fx::host_tensor<float, 3>> sm_alone;
+  for (int t = 0; t < workers; ++t) {
+    ln_alone.push_back(fx::evaluate(ln_plan, fx::host{}, xs[t], w, b, 1e-5f));
+    sm_alone.push_back(fx::evaluate(sm_plan, fx::host{}, ss[t]));
+  }
+  std::vector<int> mismatches(workers, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < workers; ++t)
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 8; ++rep) {
+        auto [y, mean, rstd] = fx::evaluate(ln_plan, fx::host{2}, xs[t], w, b, 1e-5f);
+        auto s = fx::evaluate(sm_plan, fx::host{2}, ss[t]);
+        const auto& [y0, mean0, rstd0] = ln_alone[t];
+        for (fx::index_t i = 0; i < y.size(); ++i) mismatches[t] += y.data()[i].bits != y0.data()[i].bits;
+        for (fx::index_t i = 0; i < mean.size(); ++i)
+          mismatches[t] += mean.data()[i] != mean0.data()[i] || rstd.data()[i] != rstd0.data()[i];
+        for (fx::index_t i = 0; i < s.size(); ++i) mismatches[t] += s.data()[i] != sm_alone[t].data()[i];
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < workers; ++t) CHECK(mismatches[t] == 0);
+}
