@@ -6,19 +6,8 @@
 set -euo pipefail
 out=${1:?usage: bash scripts/host_math.sh OUT_DIR}
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh libxsimd-dev libhwy-dev
 source scripts/env.sh
-missing=()
-for p in libxsimd-dev libhwy-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "host_math: installing ${missing[*]}"
-  sudo_cmd=""
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
 mkdir -p "$out"
 cmake -S . -B "$FUSEX_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$FUSEX_BUILD_DIR" -j "$FUSEX_JOBS" --target bench_host_math

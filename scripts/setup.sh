@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks for building fusex (idempotent).
+# Installs what a fresh Debian machine lacks for building fusex (idempotent);
+# packages named as arguments too (scripts/host_math.sh: xsimd, Highway).
 # The CUDA toolkit is optional; when /usr/local/cuda exists its nvcc is used.
 set -euo pipefail
 
 # clang-19 with libc++ and its runtimes: the sanitizer and fuzzing step
 # (scripts/sanitize.sh).
 packages=(g++ cmake ninja-build catch2 libopenblas-dev libbenchmark-dev libeigen3-dev pkg-config
-          clang-19 libclang-rt-19-dev libc++-19-dev libc++abi-19-dev)
+          clang-19 libclang-rt-19-dev libc++-19-dev libc++abi-19-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
