@@ -73,6 +73,7 @@ struct reduced {
 template <class C, class Fo>
 struct engine {
   using P = prog<C>;
+  using forest_type = Fo;
   const group_args<C>& a;
   reduced<C> red;
   // mutable: a gathered register points the leaves at buffers for the

@@ -157,7 +157,11 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
   const idx_t near = 16 * ext[r - 1];  // bytes: a few rows of up to 4-byte elements
   int cost[max_rank] = {};
   for (int d = 0; d + 1 < r; ++d) {
-    if (ext[d] < 2) continue;
+    if (ext[d] < 2) {
+      // outermost: a run of rows along an axis of one row is no run
+      cost[d] = 1 << 20;
+      continue;
+    }
     const char* moved[NLEAF + 1] = {};
     c[d] = 1;
     probe(moved);
@@ -167,6 +171,9 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
       const idx_t delta = moved[j] > base[j] ? moved[j] - base[j] : base[j] - moved[j];
       if (delta > near) cost[d] += j < NLEAF ? 2 : 1;  // reads weigh more than the write
     }
+    // Rows along an axis that cannot step are bound one by one: a bind costs
+    // more than the prefetchers lose on a longer stride.
+    if (!E::forest_type::steppable(d) && ext[d] >= 3) cost[d] += 2 * NLEAF + 2;
   }
   // outermost: the highest cost (stable)
   for (int i = 1; i + 1 < r; ++i)
