@@ -557,8 +557,21 @@ struct engine {
   // The lanes [0, n) of the bound segment into the sink: whole registers
   // (in pairs: slot 0 and slot 1, two reduction chains) when everything has
   // unit stride, gathered lanes otherwise and for the last partial register.
+  // A reduction's sink is worked on as a local copy: the caller's lives in
+  // memory, and its accumulators would go through it on every register (a
+  // Welford chain a store and a load longer); the copy stays in registers.
   template <class Sink>
-  FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink) {
+  FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink_ref) {
+    if constexpr (Sink::local) {
+      Sink sink = sink_ref;
+      run_segment_with(n, fast, sink);
+      sink_ref = sink;
+    } else {
+      run_segment_with(n, fast, sink_ref);
+    }
+  }
+  template <class Sink>
+  FUSEX_HOST_INLINE void run_segment_with(idx_t n, bool fast, Sink& sink) {
     idx_t i = 0;
     if (fast && n >= V) {
       if constexpr (Sink::slots > 1) {
@@ -678,6 +691,7 @@ struct write_sink {
   static constexpr dtype D = P::dt(R);
   static constexpr int r = P::rank(R);
   static constexpr int slots = 1;  // registers in any order
+  static constexpr bool local = false;
   storage_t<D>* p = nullptr;
   idx_t stride = 0;
   template <class E>
