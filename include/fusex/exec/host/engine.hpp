@@ -557,9 +557,10 @@ struct engine {
   // The lanes [0, n) of the bound segment into the sink: whole registers
   // (in pairs: slot 0 and slot 1, two reduction chains) when everything has
   // unit stride, gathered lanes otherwise and for the last partial register.
-  // A reduction's sink is worked on as a local copy: the caller's lives in
-  // memory, and its accumulators would go through it on every register (a
-  // Welford chain a store and a load longer); the copy stays in registers.
+  // A sink with `local` set (Welford moments, groups.hpp) is worked on as a
+  // local copy: the caller's lives in memory, and its accumulators would go
+  // through it on every register (a Welford chain a store and a load
+  // longer); the copy stays in registers.
   template <class Sink>
   FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink_ref) {
     if constexpr (Sink::local) {
