@@ -180,8 +180,13 @@ inline F log1p(F x) {
   const F u = 1.0f + x;
   const F d = u - 1.0f;
   // log(u) * x / (u - 1) corrects for the rounding of 1 + x.
-  const F y = sel(d == 0.0f, x, log(u) * (x / sel(d == 0.0f, 1.0f, d)));
-  return sel(u == INFINITY, INFINITY, y);
+  F y = sel(d == 0.0f, x, log(u) * (x / sel(d == 0.0f, 1.0f, d)));
+  // Below -1 the product is NaN times NaN, whose sign depends on the
+  // operand order the compiler picks (registers and scalars differed):
+  // one NaN, as log gives it, and x's own NaN passed through.
+  y = sel(u < 0.0f, NAN, y);
+  y = sel(u == INFINITY, INFINITY, y);
+  return sel(x != x, x, y);
 }
 
 // One rational x * P(x^2) / Q(x^2) on |x| <= 3.92, beyond which erf rounds

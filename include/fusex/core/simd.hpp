@@ -19,7 +19,18 @@
 #if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FUSEX_NO_HOST_SIMD)
 #define FUSEX_HOST_SIMD 1
 #if defined(__SSE2__)
+// GCC 12 warns of the undefined source operand inside its own AVX-512 and
+// AVX2 intrinsics once they are inlined (its bug 105593, fixed in 13); the
+// warnings point into the header, so they are silenced for its lines only.
+#if defined(__clang__)
 #include <immintrin.h>
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 #endif
 #else
 #define FUSEX_HOST_SIMD 0
@@ -74,7 +85,8 @@ inline f32v as_vector(float a) { return splat(a); }
 // unordered (a NaN) the result is b, as x86's max and min give it.
 inline f32v max_else_second(f32v a, f32v b) {
 #if defined(__AVX512F__)
-  return _mm512_max_ps(a, b);
+  // the masked form: GCC 12's _mm512_max_ps warns of its own undefined source
+  return _mm512_mask_max_ps(a, 0xffff, a, b);
 #elif defined(__AVX__)
   return _mm256_max_ps(a, b);
 #elif defined(__SSE__)
@@ -85,7 +97,7 @@ inline f32v max_else_second(f32v a, f32v b) {
 }
 inline f32v min_else_second(f32v a, f32v b) {
 #if defined(__AVX512F__)
-  return _mm512_min_ps(a, b);
+  return _mm512_mask_min_ps(a, 0xffff, a, b);
 #elif defined(__AVX__)
   return _mm256_min_ps(a, b);
 #elif defined(__SSE__)
@@ -148,13 +160,33 @@ inline f32v bf16_bits_to_f32(u16v h) {
 #endif
   return reinterpret_cast<f32v>(u << 16);
 }
-inline u16v f32_to_bf16_bits(f32v f) {
+inline u16v f32_to_bf16_bits_generic(f32v f) {
   const u32v u = reinterpret_cast<u32v>(f);
   const u32v rounded = u + 0x7fffu + ((u >> 16) & 1u);
   return upper_halves(f != f ? (u | 0x00400000u) : rounded);
 }
+// AVX-512 BF16 rounds the same way (nearest even, NaN quiet with its sign)
+// in one instruction instead of seven, but reads subnormal inputs as zero:
+// a register with a subnormal lane (rare) takes the generic expression.
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+inline bool any_subnormal(f32v f) { return _mm512_fpclass_ps_mask(reinterpret_cast<__m512>(f), 0x20) != 0; }
+inline u16v f32_to_bf16_bits_normal(f32v f) {
+  return reinterpret_cast<u16v>(_mm512_cvtneps_pbh(reinterpret_cast<__m512>(f)));
+}
+inline u16v f32_to_bf16_bits(f32v f) {
+  if (any_subnormal(f)) [[unlikely]]
+    return f32_to_bf16_bits_generic(f);
+  return f32_to_bf16_bits_normal(f);
+}
+#else
+inline u16v f32_to_bf16_bits(f32v f) { return f32_to_bf16_bits_generic(f); }
+#endif
 // f32 values rounded to bf16 and held as f32 again: the lower half cleared.
 inline f32v round_bf16(f32v f) {
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  if (!any_subnormal(f)) [[likely]]
+    return bf16_bits_to_f32(f32_to_bf16_bits_normal(f));
+#endif
   const u32v u = reinterpret_cast<u32v>(f);
   const u32v rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
   return reinterpret_cast<f32v>(f != f ? ((u | 0x00400000u) & 0xffff0000u) : rounded);
