@@ -85,8 +85,7 @@ inline f32v as_vector(float a) { return splat(a); }
 // unordered (a NaN) the result is b, as x86's max and min give it.
 inline f32v max_else_second(f32v a, f32v b) {
 #if defined(__AVX512F__)
-  // the masked form: GCC 12's _mm512_max_ps warns of its own undefined source
-  return _mm512_mask_max_ps(a, 0xffff, a, b);
+  return _mm512_max_ps(a, b);
 #elif defined(__AVX__)
   return _mm256_max_ps(a, b);
 #elif defined(__SSE__)
@@ -97,7 +96,7 @@ inline f32v max_else_second(f32v a, f32v b) {
 }
 inline f32v min_else_second(f32v a, f32v b) {
 #if defined(__AVX512F__)
-  return _mm512_mask_min_ps(a, 0xffff, a, b);
+  return _mm512_min_ps(a, b);
 #elif defined(__AVX__)
   return _mm256_min_ps(a, b);
 #elif defined(__SSE__)
