@@ -93,6 +93,67 @@ TEST_CASE("host executor: bf16 LayerNorm backward (f32 block sums) against the r
   check_policies(layer_norm_bwd, "layer_norm backward", x, random_tensor<fx::bf16, 1>({C}), dy);
 }
 
+namespace {
+// The mean square in f32 (its own accuracy checked) beside RMSNorm's y: a
+// sum of squares, which the host accumulates in f32 blocks of registers.
+constexpr auto rms_norm = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<float, 1> w, fx::scalar<float> eps) {
+  auto xf = fx::convert<float>(x);
+  return std::tuple{fx::sum<-1>(xf * xf, fx::keepdim), fx::ops::rms_norm(x, w, eps)};
+});
+static_assert(fx::partition(rms_norm).kernels() == 1);
+}  // namespace
+
+TEST_CASE("host executor: rows of whole register blocks (RMSNorm, LayerNorm) against the reference",
+          "[executor][host]") {
+  // 1100 columns: two whole blocks of 2 x 16 registers, then single
+  // registers and a partial one.
+  const int R = 9, C = 1100;
+  auto w = random_tensor<float, 1>({C}), b = random_tensor<float, 1>({C});
+  check_policies(rms_norm, "rms_norm", random_tensor<fx::bf16, 2>({R, C}), w, 1e-5f);
+  check_policies(layer_norm, "layer_norm", random_tensor<fx::bf16, 2>({R, C}), w, b, 1e-5f);
+  // large means: Welford's blocks against the reference's two passes
+  check_policies(layer_norm, "layer_norm, large mean", random_tensor<fx::bf16, 2>({R, C}, 200, 204), w, b, 1e-5f);
+}
+
+TEST_CASE("host executor: a sum of squares past f32's range sums again in f64", "[executor][host]") {
+  // squares of 1.5e19 are finite in f32 (2.25e38), but 16 of them are not:
+  // an f32 block overflows where the reference's f64 sum does not. Rows
+  // with an infinity or a NaN keep theirs.
+  const int R = 4, C = 1100;
+  fx::host_tensor<fx::bf16, 2> x({R, C});
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) x.values()[i * C + j] = from_double<fx::bf16>((j % 2 ? 1.5e19 : -1.4e19) * (i + 1) / 4);
+  x.values()[2 * C + 700] = from_double<fx::bf16>(INFINITY);
+  x.values()[3 * C + 5] = from_double<fx::bf16>(NAN);
+  const auto ref = fx::evaluate(rms_norm, fx::reference, x, random_tensor<float, 1>({C}), 1e-5f);
+  // the case is the one meant: row 1's blocks overflow, its y does not
+  REQUIRE(std::isfinite(to_double(std::get<1>(ref).values()[C])));
+  REQUIRE(to_double(std::get<1>(ref).values()[C]) != 0);
+  check_policies(rms_norm, "rms_norm, squares past f32", x, random_tensor<float, 1>({C}), 1e-5f);
+}
+
+namespace {
+// A bf16 sum over rows: the host keeps it in f32 tiles of 16 rows.
+constexpr auto column_products = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 2> y) {
+  return fx::convert<fx::bf16>(fx::sum<0>(fx::convert<float>(x) * fx::convert<float>(y)));
+});
+}  // namespace
+
+TEST_CASE("host executor: column sums past f32's range within a tile sum again in f64", "[executor][host]") {
+  // Products of 1e38 in runs of 16 rows of one sign, then 16 of the other:
+  // every f32 tile of 16 rows overflows, the f64 sum is small.
+  const int R = 256, C = 40;
+  fx::host_tensor<fx::bf16, 2> x({R, C}), y({R, C});
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      x.values()[i * C + j] = from_double<fx::bf16>((i / 16) % 2 ? -1e19 : 1e19);
+      y.values()[i * C + j] = from_double<fx::bf16>(i == 3 ? 1e19 + 1e17 * j : 1e19);
+    }
+  const auto ref = fx::evaluate(column_products, fx::reference, x, y);
+  REQUIRE(std::isfinite(to_double(ref.values()[1])));  // the case is the one meant
+  check_policies(column_products, "column products past f32", x, y);
+}
+
 TEST_CASE("host executor: the plan's errors are the reference's errors", "[executor][host]") {
   auto dy = random_tensor<float, 2>({7, 3}), x = random_tensor<float, 2>({7, 4});
   REQUIRE_THROWS_AS(fx::evaluate(fx::partition(column_sums), fx::host{}, dy, x), fx::shape_error);

@@ -127,6 +127,23 @@ struct float_block_sum_acc {
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int n) {
     for (int l = 0; l < n; ++l) RD::add(rest, v[l]);
   }
+  // A whole block of both slots, summed in a local (registers; the
+  // accumulator itself lives in memory), then added in.
+  struct block {
+    simd::f32v s[slots] = {};
+    template <int S>
+    FUSEX_HOST_INLINE void add(const simd::f32v& v, int) {
+      s[S] += v;
+    }
+  };
+  FUSEX_HOST_INLINE void add_block(const block& b) {
+    for (int j = 0; j < slots; ++j) {
+      simd::f64v x, y;
+      widen(b.s[j], x, y);
+      lo[j] += x;
+      hi[j] += y;
+    }
+  }
   state finish() {
     flush<0>();
     flush<1>();
@@ -174,14 +191,13 @@ struct float_moments_acc {
   simd::f64v dmean[slots][2] = {}, dm2[slots][2] = {};
   long long n[slots] = {};
   state rest = {};
-  template <int S>
-  FUSEX_HOST_INLINE void flush() {
-    if (k[S] == 0) return;
+  // Chan's update of slot S by a block of cnt registers' moments.
+  FUSEX_HOST_INLINE void merge(int S, const simd::f32v& bmean, const simd::f32v& bm2, int cnt) {
     simd::f64v bm[2], bq[2];
-    widen(mean[S], bm[0], bm[1]);
-    widen(m2[S], bq[0], bq[1]);
-    const long long total = n[S] + k[S];
-    const double fb = static_cast<double>(k[S]) / static_cast<double>(total);
+    widen(bmean, bm[0], bm[1]);
+    widen(bm2, bq[0], bq[1]);
+    const long long total = n[S] + cnt;
+    const double fb = static_cast<double>(cnt) / static_cast<double>(total);
     const double fab = static_cast<double>(n[S]) * fb;
     for (int h = 0; h < 2; ++h) {
       const simd::f64v d = bm[h] - dmean[S][h];
@@ -189,30 +205,83 @@ struct float_moments_acc {
       dm2[S][h] += bq[h] + d * d * fab;
     }
     n[S] = total;
+  }
+  template <int S>
+  FUSEX_HOST_INLINE void flush() {
+    if (k[S] == 0) return;
+    merge(S, mean[S], m2[S], k[S]);
     mean[S] = simd::splat(0.0f);
     m2[S] = simd::splat(0.0f);
     k[S] = 0;
   }
+  // Welford's update of one register, the (k + 1)-th of its block.
+  static FUSEX_HOST_INLINE void update(simd::f32v& nf, simd::f32v& mn, simd::f32v& q, const simd::f32v& v, int k) {
+    nf += v - v;
+    const simd::f32v d = v - mn;
+    mn += d * welford_weight[k + 1];
+    q += d * (v - mn);
+  }
   template <int S>
   FUSEX_HOST_INLINE void add(const simd::f32v& v) {
-    nonfinite[S] += v - v;
-    const simd::f32v d = v - mean[S];
-    mean[S] += d * welford_weight[++k[S]];
-    m2[S] += d * (v - mean[S]);
+    update(nonfinite[S], mean[S], m2[S], v, k[S]++);
     if (k[S] == block_registers) flush<S>();
+  }
+  // A whole block of both slots in a local (see float_block_sum_acc).
+  struct block {
+    simd::f32v nf[slots] = {}, mean[slots] = {}, m2[slots] = {};
+    template <int S>
+    FUSEX_HOST_INLINE void add(const simd::f32v& v, int k) {
+      update(nf[S], mean[S], m2[S], v, k);
+    }
+  };
+  FUSEX_HOST_INLINE void add_block(const block& b) {
+    for (int j = 0; j < slots; ++j) {
+      nonfinite[j] += b.nf[j];
+      merge(j, b.mean[j], b.m2[j], block_registers);
+    }
   }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int cnt) {
     for (int l = 0; l < cnt; ++l) RD::add(rest, v[l]);
   }
+  // Chan's update of (ma, qa) by (mb, qb) with weights fb = nb / n and
+  // fab = na * nb / n; an infinite or NaN mean as RD::combine treats it.
+  static FUSEX_HOST_INLINE void chan(double& ma, double& qa, double mb, double qb, double fb, double fab) {
+    const double d = mb - ma;
+    if (!(d - d == 0.0)) {
+      ma += mb;
+      qa = d - d;
+    } else {
+      ma += d * fb;
+      qa += qb + d * d * fab;
+    }
+  }
+  // The lanes of a slot share one count, so the weights of the slot merge
+  // and of the lane tree are scalars: one division per row, not one per
+  // combine (the scalar combines were a tenth of LayerNorm's forward).
+  // Same order as combine_slots: slot 1 into slot 0 lane by lane, then
+  // the lanes pairwise.
   state finish() {
     flush<0>();
     flush<1>();
-    state t[slots][V];
-    for (int j = 0; j < slots; ++j)
+    if (n[0] == 0) return rest;  // slot 0 takes the first full register
+    double m[V], q[V];
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < V / 2; ++l) m[h * (V / 2) + l] = dmean[0][h][l], q[h * (V / 2) + l] = dm2[0][h][l];
+    long long cnt = n[0];
+    if (n[1] > 0) {
+      const long long total = n[0] + n[1];
+      const double fb = codegen::weight(static_cast<double>(n[1]), static_cast<double>(total));
+      const double fab = static_cast<double>(n[0]) * fb;
       for (int h = 0; h < 2; ++h)
-        for (int l = 0; l < V / 2; ++l)
-          t[j][h * (V / 2) + l] = n[j] > 0 ? state{n[j], dmean[j][h][l], dm2[j][h][l]} : RD::identity();
-    return RD::combine(combine_slots<RD>(t), rest);
+        for (int l = 0; l < V / 2; ++l) chan(m[h * (V / 2) + l], q[h * (V / 2) + l], dmean[1][h][l], dm2[1][h][l], fb, fab);
+      cnt = total;
+    }
+    for (int step = 1; step < V; step *= 2) {
+      const double fab = static_cast<double>(cnt) * 0.5;  // equal counts: fb is one half
+      for (int l = 0; l + step < V; l += 2 * step) chan(m[l], q[l], m[l + step], q[l + step], 0.5, fab);
+      cnt *= 2;
+    }
+    return RD::combine(state{cnt, m[0], q[0]}, rest);
   }
   // Is the moments' mean exact in kind? An infinity makes the lanes' means
   // NaN (inf - inf in the update); the mean is then summed again instead.

@@ -575,6 +575,11 @@ struct engine {
   FUSEX_HOST_INLINE void run_segment_with(idx_t n, bool fast, Sink& sink) {
     idx_t i = 0;
     if (fast && n >= V) {
+      if constexpr (requires { Sink::block_registers; }) {
+        // whole blocks, the sink's partial states local to run_block
+        constexpr idx_t w = Sink::slots * V * Sink::block_registers;
+        for (; i + w <= n; i += w) sink.run_block(*this, i);
+      }
       if constexpr (Sink::slots > 1) {
         for (; i + 2 * V <= n; i += 2 * V) {
           sink.template put<mode::fast, 0>(*this, i, V);

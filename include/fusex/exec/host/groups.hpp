@@ -246,10 +246,34 @@ consteval bool coarse_reduction() {
     if (reach[Q::write_local(w)] && !is_16bit(Q::dt(Q::write_local(w)))) return false;
   return true;
 }
+// Are reduction M's terms never negative (a square, an absolute value, an
+// exponential)? A sum of such terms cannot cancel: in f32 blocks of 16 its
+// error stays within 15 f32 roundings of the sum itself, whatever the data,
+// so f64 lanes per register buy nothing. (An f32 block can overflow where
+// f64 lanes would not; the row then sums again in f64, groups below.)
 template <class C, int M>
-using host_row_acc = row_acc<host_reducer<C, M>, coarse_reduction<C, M>()>;
+consteval bool nonnegative_terms() {
+  using Q = prog<C>;
+  const int u = Q::operand(M, 0);
+  const op_kind k = Q::op(u);
+  if (k == op_kind::abs || k == op_kind::exp || k == op_kind::exp2) return true;
+  return k == op_kind::mul && Q::operand(u, 0) == Q::operand(u, 1) && Q::bcast(u, 0) == Q::bcast(u, 1);
+}
 template <class C, int M>
-using host_column_acc = column_acc<host_reducer<C, M>, coarse_reduction<C, M>()>;
+inline constexpr bool block_sum = coarse_reduction<C, M>() || nonnegative_terms<C, M>();
+// Exact: the row sums again in f64 lanes (an f32 block overflowed).
+template <class C, int M, bool Exact = false>
+using host_row_acc = row_acc<host_reducer<C, M>, !Exact && block_sum<C, M>>;
+// (Column tiles keep f64 states for the non-negative sums, whose f32 tiles
+// would gain little: each position is its own chain there.)
+template <class C, int M, bool Exact = false>
+using host_column_acc = column_acc<host_reducer<C, M>, !Exact && coarse_reduction<C, M>()>;
+
+// Did reduction M's f32 blocks overflow where the f64 sum they stand for
+// may not have (an infinity or NaN came out)? Then the row sums it again
+// in f64 lanes, which give the reference's value, infinite or not.
+template <class C, int M>
+inline constexpr bool may_overflow = acc_kind<host_reducer<C, M>, block_sum<C, M>>() == 4;
 
 // An earlier full var_mean of the group over the same operand and axis as
 // mean-only var_mean m (LayerNorm's mean beside its variance): its local,
@@ -325,16 +349,17 @@ struct reduction_levels {
   }
 };
 
-// Reductions Ms of a row group, as one pass's sink.
-template <class C, int... Ms>
-struct row_reduce_sink {
+// Reductions Ms of a row group, as one pass's sink (Exact: every float sum
+// in f64 lanes).
+template <class C, bool Exact, int... Ms>
+struct row_sink {
   static constexpr int slots = 2;  // two chains per reduction
-  // Welford's moments are worked on in a local copy (engine.hpp), where GCC
-  // keeps them in registers: LayerNorm's forward 20% faster. The f64 lanes
-  // of sums stay on the stack either way, and the copy only cost (RMSNorm's
-  // forward 15% slower).
-  static constexpr bool local = ((acc_kind<host_reducer<C, Ms>, coarse_reduction<C, Ms>()>() == 3) && ...);
-  std::tuple<host_row_acc<C, Ms>...> acc;
+  // Welford's moments are worked on in a local copy (engine.hpp) for the
+  // registers outside whole blocks, where GCC keeps them in registers. The
+  // f64 lanes of sums stay on the stack either way, and the copy only cost
+  // (RMSNorm's forward 15% slower).
+  static constexpr bool local = ((acc_kind<host_reducer<C, Ms>, block_sum<C, Ms>>() == 3) && ...);
+  std::tuple<host_row_acc<C, Ms, Exact>...> acc;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
   FUSEX_HOST_INLINE bool contiguous() const { return true; }
@@ -347,6 +372,37 @@ struct row_reduce_sink {
     }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
   }
 };
+
+template <class C, int... Ms>
+using row_reduce_sink = row_sink<C, false, Ms...>;
+
+// A pass whose accumulators all take whole blocks (f32 block sums,
+// Welford's moments): the engine hands it block_registers register pairs at
+// a time, and the block's partial states are locals of run_block, which GCC
+// keeps in registers (as members of the sink they went through the stack
+// on every register: RMSNorm's forward 24% faster).
+template <class C, int... Ms>
+struct row_block_sink : row_reduce_sink<C, Ms...> {
+  static constexpr int block_registers = host_engine::block_registers;
+  template <class E>
+  FUSEX_HOST_INLINE void run_block(const E& e, idx_t i) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
+      std::tuple<typename host_row_acc<C, Ms>::block...> part;
+      for (int k = 0; k < block_registers; ++k) {
+        const idx_t at = i + 2 * k * V;
+        (std::get<J>(part).template add<0>(e.template root<static_cast<int>(J), mode::fast, false>(at, V), k), ...);
+        (std::get<J>(part).template add<1>(e.template root<static_cast<int>(J), mode::fast, false>(at + V, V), k), ...);
+      }
+      (std::get<J>(this->acc).add_block(std::get<J>(part)), ...);
+    }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+  }
+};
+template <class C, int... Ms>
+consteval bool block_pass() {
+  return ((acc_kind<host_reducer<C, Ms>, block_sum<C, Ms>>() >= 3) && ...);
+}
+template <class C, int... Ms>
+using row_pass_sink = std::conditional_t<block_pass<C, Ms...>(), row_block_sink<C, Ms...>, row_reduce_sink<C, Ms...>>;
 
 // One row of a row group at outer coordinates c (rank rd; c[rd - 1] free).
 template <class C>
@@ -364,7 +420,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
     Lv::template with_level<level>([&](auto... ms) {
       using Fo = forest<C, false, Q::operand(decltype(ms)::value, 0)...>;
       engine<C, Fo> e{a, red, {}};
-      row_reduce_sink<C, decltype(ms)::value...> sink;
+      row_pass_sink<C, decltype(ms)::value...> sink;
       e.run(c, rd, 0, L, sink);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         (
@@ -372,7 +428,15 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
               constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
               using RD = host_reducer<C, M>;
               auto& acc = std::get<J>(sink.acc);
-              const auto s = acc.finish();
+              auto s = acc.finish();
+              if constexpr (may_overflow<C, M>) {
+                if (!(s - s == 0)) {
+                  engine<C, forest<C, false, Q::operand(M, 0)>> ex{a, red, {}};
+                  row_sink<C, true, M> exact;
+                  ex.run(c, rd, 0, L, exact);
+                  s = std::get<0>(exact.acc).finish();
+                }
+              }
               if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
                 moments[Q::red_index(M)] = s;
                 mean_valid[Q::red_index(M)] = host_engine::mean_valid(acc);
@@ -448,11 +512,11 @@ void row_reduction_host(const group_args<C>& a, int threads) {
 }
 
 // Reductions Ms of a column group over one tile, as one pass's sink.
-template <class C, int... Ms>
+template <class C, bool Exact, int... Ms>
 struct column_reduce_sink {
   static constexpr int slots = 1;  // every position its own chain
   static constexpr bool local = false;  // the states are in memory anyway
-  std::tuple<host_column_acc<C, Ms>...> acc;
+  std::tuple<host_column_acc<C, Ms, Exact>...> acc;
   idx_t base = 0;  // tile position of the segment's lane 0
   idx_t c0 = 0;
   int r = 0;
@@ -478,7 +542,8 @@ struct column_reduce_sink {
 // The rows [t0, t1) of X's reduced axis for one tile [c0, c1) of the inner
 // axis at outer coordinates c (c[ax] and c[rx - 1] free), into the block's
 // partial states at `at` (by reduction; the tile's positions).
-template <class C, class Fo, int... Ms>
+// Exact: every float sum in f64 states.
+template <class C, class Fo, bool Exact, int... Ms>
 FUSEX_HOST_FLATTEN void column_block(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t t0, idx_t t1, idx_t c0,
                                       idx_t c1, void* const* at) {
   using Q = prog<C>;
@@ -486,13 +551,36 @@ FUSEX_HOST_FLATTEN void column_block(const group_args<C>& a, reduced<C> red, idx
   constexpr int rx = Q::rank(X);
   constexpr int ax = Q::axis(Q::reduction());
   engine<C, Fo> e{a, red, {}};
-  column_reduce_sink<C, Ms...> sink{{}, 0, c0, rx, -1, ax};
+  column_reduce_sink<C, Exact, Ms...> sink{{}, 0, c0, rx, -1, ax};
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     (std::get<J>(sink.acc).start(static_cast<typename host_reducer<C, Ms>::state*>(at[J]), c1 - c0), ...);
   }(std::make_index_sequence<sizeof...(Ms)>{});
   c[ax] = t0;
   e.run_rows(c, rx, ax, t1 - t0, c0, c1, sink);
   std::apply([](auto&... x) { (x.flush(), ...); }, sink.acc);
+}
+
+// Did a sum of the block in f32 tiles overflow (an infinity or NaN in its
+// states, which f64 states may not have)? The block then runs again exact.
+template <class C, int... Ms>
+inline constexpr bool column_may_overflow = ((acc_kind<host_reducer<C, Ms>, coarse_reduction<C, Ms>()>() == 4) || ...);
+template <class C, int... Ms>
+bool column_overflow(void* const* at, idx_t n) {
+  bool bad = false;
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    (
+        [&] {
+          constexpr int M = std::array<int, sizeof...(Ms)>{Ms...}[J];
+          if constexpr (column_may_overflow<C, M>) {
+            const double* s = static_cast<const double*>(at[J]);
+            double z = 0;
+            for (idx_t j = 0; j < n; ++j) z += s[j] - s[j];  // 0 unless a state is infinite or NaN
+            bad = bad || !(z == 0);
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+  return bad;
 }
 
 template <class C>
@@ -573,7 +661,12 @@ void column_reduction_host(const group_args<C>& a, int threads) {
           [&]<std::size_t... J>(std::index_sequence<J...>) {
             ((at[J] = std::get<J>(parts) + (blk * nout + orow * Lc + c0)), ...);
           }(std::index_sequence_for<decltype(ms)...>{});
-          column_block<C, Fo, decltype(ms)::value...>(a, red, c, T_len * blk / nb, T_len * (blk + 1) / nb, c0, c1, at);
+          const idx_t t0 = T_len * blk / nb, t1 = T_len * (blk + 1) / nb;
+          column_block<C, Fo, false, decltype(ms)::value...>(a, red, c, t0, t1, c0, c1, at);
+          if constexpr (column_may_overflow<C, decltype(ms)::value...>) {
+            if (column_overflow<C, decltype(ms)::value...>(at, c1 - c0))
+              column_block<C, Fo, true, decltype(ms)::value...>(a, red, c, t0, t1, c0, c1, at);
+          }
         }
       });
       // merge the blocks in order, finish, and read twins' means
