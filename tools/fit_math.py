@@ -57,10 +57,12 @@ def log_eval(c, s):
     return np.float32(np.float32(2) * s + s * s2 * horner32(c, s2))
 report("log P(s^2)", P_log, log_eval, lambda s: 2 * mp.atanh(s), 1e-4, smax)
 
-# erf(x) = x * P(x^2) / Q(x^2), |x| <= 3.92 (beyond, erf rounds to +-1 in
-# float): one rational on the whole range, so a vector of lanes computes one
-# expression and no exp; fitted for relative error by iterated linearised
-# least squares (P - f Q = 0 weighted by 1 / (f Q), Q(0) = 1).
+# erf(x) = x * P(x^2) / Q(x^2), x^2 clamped to 3.92^2 (beyond, erf rounds to
+# +-1 in float, and the result is clamped to [-1, 1]): one rational on the
+# whole range, so a vector of lanes computes one expression and no exp;
+# fitted for relative error by iterated linearised least squares (P - f Q = 0
+# weighted by 1 / (f Q), Q(0) = 1). Degrees 6 and 4: 5.2 ulp on this
+# sample, 6.6 over the tests' (6 and 5: 4.6 here, 3 give 14).
 def fit_rational_erf(dp, dq, X=3.92, iters=12):
     xs = np.unique(np.concatenate([0.5 * X * (1 - np.cos(np.linspace(0, np.pi, 3000))), np.linspace(0, X, 3000)]))
     xs = xs[xs > 1e-4]
@@ -84,12 +86,11 @@ def fma_horner32(coefs, t):  # the C++ Horner with contraction: one rounding per
     return r
 
 
-P_erf, Q_erf = fit_rational_erf(6, 5)
+P_erf, Q_erf = fit_rational_erf(6, 4)
 def erf_eval(c, x):
-    a = np.float32(min(abs(np.float32(x)), np.float32(3.92)))
-    xc = np.float32(np.sign(x) * a)
-    s = np.float32(xc * xc)
-    r = np.float32(xc * np.float32(fma_horner32(c[0], s) / fma_horner32(c[1], s)))
+    x = np.float32(x)
+    s = np.float32(min(np.float32(x * x), np.float32(3.92 * 3.92)))
+    r = np.float32(x * np.float32(fma_horner32(c[0], s) / fma_horner32(c[1], s)))
     return np.float32(max(min(r, 1), -1))
 xs = np.concatenate([np.linspace(0, 5, 100001), np.logspace(-30, 0.7, 10000)]).astype(np.float32)
 worst = max(ulp_err(erf_eval((P_erf, Q_erf), x), mp.erf(mp.mpf(float(x)))) for x in xs)

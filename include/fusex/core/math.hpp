@@ -103,12 +103,16 @@ inline f32v sel(i32v c, A a, B b) { return c ? simd::as_vector(a) : simd::as_vec
 #endif
 template <class F>
 inline F clamp(F x, float lo, float hi) { return sel(x < lo, lo, sel(x > hi, hi, x)); }
+// min(x, hi), hi when x is NaN.
+template <class F>
+inline F below(F x, float hi) { return sel(x < hi, x, hi); }
 #if FUSEX_HOST_SIMD
 // The same on lanes, one max and one min: both return their second operand,
 // x, when it is NaN.
 inline f32v clamp(f32v x, float lo, float hi) {
   return simd::min_else_second(simd::splat(hi), simd::max_else_second(simd::splat(lo), x));
 }
+inline f32v below(f32v x, float hi) { return simd::min_else_second(x, simd::splat(hi)); }
 #endif
 template <class F>
 inline F horner(F, float c0) { return splat<F>(c0); }
@@ -189,17 +193,18 @@ inline F log1p(F x) {
   return sel(x != x, x, y);
 }
 
-// One rational x * P(x^2) / Q(x^2) on |x| <= 3.92, beyond which erf rounds
-// to +-1 (7 ulp at most): every lane computes the same expression, with no
-// exp and no second branch.
+// One rational x * P(x^2) / Q(x^2) with x^2 clamped to 3.92^2, beyond which
+// erf rounds to +-1 (7 ulp at most): every lane computes the same
+// expression, with no exp and no second branch. Past 3.92 the rational
+// grows with x and the final clamp makes it +-1; a NaN x^2 becomes the
+// bound, so x's own NaN is the only one left to propagate.
 template <class F>
 inline F erf(F x) {
-  const F xc = clamp(x, -3.92f, 3.92f);
-  const F s = xc * xc;
-  const F p = horner(s, 1.128379226e+00f, 1.851768196e-01f, 5.425504595e-02f, 3.841135185e-03f, 3.770415206e-04f,
-                     4.615325906e-06f, -1.283267981e-08f);
-  const F q = horner(s, 1.0f, 4.974420667e-01f, 1.138958558e-01f, 1.543591544e-02f, 1.302433433e-03f, 6.245901750e-05f);
-  return clamp(xc * (p / q), -1.0f, 1.0f);  // NaN stays NaN through both clamps
+  const F s = below(x * x, 3.92f * 3.92f);
+  const F p = horner(s, 1.128379107e+00f, 1.957369447e-01f, 5.001095682e-02f, 3.526763525e-03f, 1.379896712e-04f,
+                     -1.951950480e-06f, 2.017874046e-08f);
+  const F q = horner(s, 1.0f, 5.067995787e-01f, 1.132609472e-01f, 1.399390586e-02f, 9.147938690e-04f);
+  return clamp(x * (p / q), -1.0f, 1.0f);  // NaN stays NaN through both clamps
 }
 
 template <class F>
