@@ -495,6 +495,35 @@ struct engine {
     return v;
   }
 
+  // The leaf slot of the input instance I's root reads when, under the
+  // segment's selections, the root is nothing but that input's elements of
+  // storage type T (remaps, and the selected operands of cats and pads);
+  // else -1.
+  template <class T, int I>
+  FUSEX_HOST_INLINE int copy_leaf() const {
+    constexpr int M = root_of<I>();
+    constexpr op_kind K = P::op(M);
+    if constexpr (Fo::rec(I).la < 0) {
+      return -1;  // one value for all lanes
+    } else if constexpr (K == op_kind::input) {
+      if constexpr (std::is_same_v<storage_t<P::dt(M)>, T>) return Fo::leaf(I, M);
+      else return -1;
+    } else if constexpr (K == op_kind::cat) {
+      const int sel = b.sel[Fo::sel(I, M)];
+      int leaf = -1;
+      unrolled<P::nops(M)>([&](auto kk) FUSEX_HOST_LAMBDA {
+        if (sel == decltype(kk)::value) leaf = copy_leaf<T, Fo::child(I, M, decltype(kk)::value)>();
+      });
+      return leaf;
+    } else if constexpr (K == op_kind::pad) {
+      return b.sel[Fo::sel(I, M)] ? copy_leaf<T, Fo::child(I, M, 0)>() : -1;
+    } else if constexpr (category(K) == op_category::remap) {
+      return copy_leaf<T, Fo::child(I, M, 0)>();
+    } else {
+      return -1;
+    }
+  }
+
   // ---- rows -----------------------------------------------------------------
 
   static constexpr int nroots = Fo::nroots;
@@ -563,6 +592,18 @@ struct engine {
   // longer); the copy stays in registers.
   template <class Sink>
   FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink_ref) {
+    if constexpr (requires { typename Sink::copy_type; }) {
+      // a segment whose value is an input's elements, moved (a qkv split's
+      // v, RoPE's pass-through part): copied as bytes, with no widening
+      // and rounding per register
+      if (fast) {
+        const int s = copy_leaf<typename Sink::copy_type, Fo::root_instance(0)>();
+        if (s >= 0) {
+          sink_ref.copy(b.leaf[s].p, n);
+          return;
+        }
+      }
+    }
     if constexpr (Sink::local) {
       Sink sink = sink_ref;
       run_segment_with(n, fast, sink);
@@ -709,6 +750,12 @@ struct write_sink {
   }
   FUSEX_HOST_INLINE bool contiguous() const { return stride == 1; }
   const char* address() const { return reinterpret_cast<const char*>(p); }
+  // n elements of an input of the output's storage type, moved unchanged
+  // (memmove: an output written in place over its input is the same bytes)
+  using copy_type = storage_t<D>;
+  FUSEX_HOST_INLINE void copy(const void* from, idx_t n) {
+    std::memmove(static_cast<void*>(p), from, static_cast<std::size_t>(n) * sizeof(copy_type));
+  }
   template <mode Md, int Slot, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
     const auto v = e.template root<0, Md, true>(i, n);
