@@ -7,6 +7,7 @@
 //   fusex::run(plan, fusex::host{}, fusex::inputs(x, dy), fusex::outputs(dx));
 //   auto dx = fusex::evaluate(plan, fusex::host{}, x, dy);
 
+#include <algorithm>
 #include <array>
 #include <tuple>
 #include <cstddef>
@@ -114,14 +115,49 @@ template <class Claimant>
 struct has_run_host<Claimant, std::void_t<decltype(Claimant::run_host(std::declval<const claimed_call&>()))>>
     : std::true_type {};
 
+// Intermediate buffers of the calling thread, kept between runs: an
+// intermediate of megabytes freshly allocated is fresh pages, which the
+// kernel clears one by one when first touched; on a memory-bound plan that
+// cost more than the group that wrote them. A run takes the smallest free
+// buffer that fits and gives its buffers back when it ends (a run nested in
+// a claimed op's executor takes others); the pool keeps the largest few.
+struct host_buffer {
+  std::size_t bytes = 0;
+  std::unique_ptr<std::byte[]> data;
+};
+inline std::vector<host_buffer>& host_buffer_pool() {
+  thread_local std::vector<host_buffer> pool;
+  return pool;
+}
+inline constexpr std::size_t host_pool_buffers = 16;
+
 // The host's launchers for the shared run skeleton.
 struct host_runner {
   int threads = 0;
-  std::vector<std::unique_ptr<std::byte[]>> buffers;
+  std::vector<host_buffer> buffers;
 
+  host_runner(int t) : threads(t) {}
+  host_runner(const host_runner&) = delete;
+  host_runner& operator=(const host_runner&) = delete;
+  ~host_runner() {
+    auto& pool = host_buffer_pool();
+    for (auto& b : buffers) pool.push_back(std::move(b));
+    std::sort(pool.begin(), pool.end(), [](const host_buffer& a, const host_buffer& b) { return a.bytes > b.bytes; });
+    if (pool.size() > host_pool_buffers) pool.resize(host_pool_buffers);
+  }
   void* allocate(std::size_t bytes) {
-    buffers.emplace_back(new std::byte[bytes > 0 ? bytes : 1]);
-    return buffers.back().get();
+    if (bytes == 0) bytes = 1;
+    auto& pool = host_buffer_pool();
+    std::size_t best = pool.size();
+    for (std::size_t i = 0; i < pool.size(); ++i)
+      if (pool[i].bytes >= bytes && (best == pool.size() || pool[i].bytes < pool[best].bytes)) best = i;
+    if (best < pool.size()) {
+      buffers.push_back(std::move(pool[best]));
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(best));
+    } else {
+      buffers.push_back(host_buffer{bytes, std::unique_ptr<std::byte[]>(new std::byte[bytes])});
+    }
+    return buffers.back().data.get();
   }
   template <group_kind K, class C>
   void launch(const group_args<C>& ga, const group_label&) {
@@ -161,7 +197,7 @@ struct host_runner {
 // Runs plan `pl` on the host: inputs and outputs are host memory.
 template <class P, class Policy, class... A, class... O>
 void run(plan<P, Policy>, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
-  detail::exec::host_runner ex{h.threads, {}};
+  detail::exec::host_runner ex{h.threads};
   detail::exec::run_plan<plan<P, Policy>>(ex, in, out);
 }
 
