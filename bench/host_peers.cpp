@@ -9,7 +9,10 @@
 // tools/host_peers_torch.py in the same schema; tools/host_peers_report.py
 // makes the table.
 //
-//   bench_host_peers [--quick] [--threads=N] [Google Benchmark flags]
+//   bench_host_peers [--quick] [--threads=N] [--explain] [Google Benchmark flags]
+//
+// --explain prints each fused plan (fx::explain: its groups, what each reads
+// and writes) before the runs.
 //
 // Names: host/<op>/<forward|backward>/<fusex_fused|eigen|memcpy>. Times are
 // wall-clock (UseRealTime): the work runs on N threads.
@@ -17,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -65,6 +69,7 @@ cmap<R> ein(const fx::host_tensor<bf, R>& t) {
 
 struct options {
   bool quick = false;
+  bool explain = false;
   int threads = 2;
 };
 
@@ -366,6 +371,7 @@ struct registry {
   template <class Plan, class Args, class Verify>
   void fusex(const std::string& name, Plan plan, std::shared_ptr<Args> args, Verify verify) {
     const fx::host h{o.threads};
+    if (o.explain) std::printf("%s\n%s\n", name.c_str(), fx::explain(plan).c_str());
     auto outs = std::make_shared<decltype(fx::detail::as_tuple(
         std::apply([&](const auto&... a) { return fx::evaluate(plan, fx::host{}, a...); }, *args)))>();
     const double mb = bench::min_bytes(plan, *args);
@@ -563,6 +569,7 @@ int main(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) reg.o.quick = true;
+    else if (std::strcmp(argv[i], "--explain") == 0) reg.o.explain = true;
     else if (std::strncmp(argv[i], "--threads=", 10) == 0) reg.o.threads = std::atoi(argv[i] + 10);
     else rest.push_back(argv[i]);
   }
