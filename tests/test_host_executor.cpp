@@ -30,6 +30,15 @@ constexpr auto qkv_rope = fx::trace([](fx::tensor<fx::bf16, 3> qkv, fx::tensor<f
   return fx::ops::qkv_split_rope<true>(qkv, cos, sin, {n_head, groups, hs, n});
 });
 
+// Its backward: rows of dqkv are dozens of segments (each head's rotated
+// halves and pass-through part, k and v summed over their query groups).
+constexpr auto qkv_rope_backward = fx::trace([](fx::tensor<fx::bf16, 4> dq, fx::tensor<fx::bf16, 4> dk,
+                                                fx::tensor<fx::bf16, 4> dv, fx::tensor<fx::bf16, 2> cos,
+                                                fx::tensor<fx::bf16, 2> sin, fx::index n_head, fx::index groups,
+                                                fx::index hs, fx::index n) {
+  return fx::ops::qkv_split_rope_backward<true>(dq, dk, dv, cos, sin, {n_head, groups, hs, n});
+});
+
 using fxt::programs::remaps;
 
 constexpr auto scalars_ints = fx::trace([](fx::tensor<std::int32_t, 2> i, fx::tensor<float, 2> x, fx::scalar<float> s) {
@@ -61,6 +70,31 @@ TEST_CASE("host executor: qkv split + RoPE with expanded k and v, on 1 to 3 thre
       INFO("T " << T << ", " << threads << " threads");
       const auto got = fx::evaluate(fx::partition(qkv_rope), fx::host{threads}, qkv, cos, sin, nh, G, hs, n);
       require_all_close(got, ref, "qkv_split_rope");
+    }
+  }
+}
+
+// Shapes of the rows the host replays differently (engine.hpp, run_rows):
+// qkv rows of 4 KiB, read time step by time step for k and v (their rows
+// prefetched ahead), and dqkv rows of 8 heads' segments (written in tiles
+// of rows, segment by segment), with row counts that leave partial tiles.
+TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many segments", "[executor][host]") {
+  const int nh = 8, G = 4, hs = 128, n = 32;
+  for (const int T : {37, 6}) {
+    auto qkv = random_tensor<fx::bf16, 3>({2, T, (nh + 2 * G) * hs});
+    auto cos = random_tensor<fx::bf16, 2>({T, n}), sin = random_tensor<fx::bf16, 2>({T, n});
+    const fx::extents_array<4> heads{2, nh, T, hs};
+    auto dq = random_tensor<fx::bf16, 4>(heads), dk = random_tensor<fx::bf16, 4>(heads),
+         dv = random_tensor<fx::bf16, 4>(heads);
+    const auto ref = fx::evaluate(qkv_rope, fx::reference, qkv, cos, sin, nh, G, hs, n);
+    const auto dref = fx::evaluate(qkv_rope_backward, fx::reference, dq, dk, dv, cos, sin, nh, G, hs, n);
+    for (const int threads : {1, 2, 3}) {
+      INFO("T " << T << ", " << threads << " threads");
+      require_all_close(fx::evaluate(fx::partition(qkv_rope), fx::host{threads}, qkv, cos, sin, nh, G, hs, n), ref,
+                        "qkv_split_rope");
+      require_all_close(fx::evaluate(fx::partition(qkv_rope_backward), fx::host{threads}, dq, dk, dv, cos, sin, nh, G,
+                                     hs, n),
+                        dref, "qkv_split_rope_backward");
     }
   }
 }
