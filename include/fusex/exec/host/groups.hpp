@@ -647,6 +647,31 @@ void column_reduction_host(const group_args<C>& a, int threads) {
            ...);
         }(std::index_sequence_for<decltype(ms)...>{});
       }
+      // the blocks' partial states at output position o merged in order,
+      // finished into the dense values, and twins' means read
+      const auto finish = [&](idx_t o) {
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+          (
+              [&] {
+                constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
+                using RD = host_reducer<C, M>;
+                auto& part = std::get<J>(parts);
+                auto s = part[static_cast<std::size_t>(o)];
+                for (idx_t blk = 1; blk < nb; ++blk) s = RD::combine(s, part[static_cast<std::size_t>(blk * nout + o)]);
+                using T = vt<Q::dt(M)>;
+                static_cast<T*>(const_cast<void*>(dense[Q::red_index(M)]))[o] = RD::template finish<Q::dt(M)>(s, T_len, Q::value(M));
+                if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
+                  static_for<Q::nlocals()>([&](auto tt) {
+                    constexpr int W = decltype(tt)::value;
+                    if constexpr (Q::computes(W) && moments_twin<C>(W) == M)
+                      static_cast<vt<Q::dt(W)>*>(const_cast<void*>(dense[Q::red_index(W)]))[o] =
+                          twin_mean<C, W>(s, T_len);
+                  });
+                }
+              }(),
+              ...);
+        }(std::index_sequence_for<decltype(ms)...>{});
+      };
       const idx_t tasks = nb * orows * ntiles;
       int n_threads = nt;
       if (T_len * nout < parallel_threshold) n_threads = 1;
@@ -667,34 +692,18 @@ void column_reduction_host(const group_args<C>& a, int threads) {
             if (column_overflow<C, decltype(ms)::value...>(at, c1 - c0))
               column_block<C, Fo, true, decltype(ms)::value...>(a, red, c, t0, t1, c0, c1, at);
           }
+          if (nb == 1)
+            for (idx_t o = orow * Lc + c0; o < orow * Lc + c1; ++o) finish(o);
         }
       });
-      // merge the blocks in order, finish, and read twins' means
-      split_among_threads(nout, nout * nb < parallel_threshold ? 1 : nt, [&](idx_t begin, idx_t end) {
-        for (idx_t o = begin; o < end; ++o) {
-          [&]<std::size_t... J>(std::index_sequence<J...>) {
-            (
-                [&] {
-                  constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
-                  using RD = host_reducer<C, M>;
-                  auto& part = std::get<J>(parts);
-                  auto s = part[static_cast<std::size_t>(o)];
-                  for (idx_t blk = 1; blk < nb; ++blk) s = RD::combine(s, part[static_cast<std::size_t>(blk * nout + o)]);
-                  using T = vt<Q::dt(M)>;
-                  static_cast<T*>(const_cast<void*>(dense[Q::red_index(M)]))[o] = RD::template finish<Q::dt(M)>(s, T_len, Q::value(M));
-                  if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
-                    static_for<Q::nlocals()>([&](auto tt) {
-                      constexpr int W = decltype(tt)::value;
-                      if constexpr (Q::computes(W) && moments_twin<C>(W) == M)
-                        static_cast<vt<Q::dt(W)>*>(const_cast<void*>(dense[Q::red_index(W)]))[o] =
-                            twin_mean<C, W>(s, T_len);
-                    });
-                  }
-                }(),
-                ...);
-          }(std::index_sequence_for<decltype(ms)...>{});
-        }
-      });
+      // with one block, each task finishes its own positions while they
+      // are in cache: a separate pass read every partial state back
+      if (nb > 1) {
+        // merge the blocks in order, finish, and read twins' means
+        split_among_threads(nout, nout * nb < parallel_threshold ? 1 : nt, [&](idx_t begin, idx_t end) {
+          for (idx_t o = begin; o < end; ++o) finish(o);
+        });
+      }
     });
   });
   // Writes, over their own domains: values of the reductions read their
