@@ -21,9 +21,10 @@ constexpr auto mlp = fx::trace([](fx::tensor<fx::bf16, 3> x, fx::tensor<fx::bf16
 });
 static_assert(fx::partition(mlp).kernels() == 4);
 
-// litgpt's qkv split with RoPE, k and v expanded to n_head heads: rows go
-// head by head within a time step (row_order), and the head axis cannot step
-// (heads sit in query groups), so every row binds its own segments.
+// litgpt's qkv split with RoPE, k and v expanded to n_head heads: q's rows
+// go head by head within a time step (row_order); k's and v's head axis
+// cannot step (heads sit in query groups), so it goes outside and their rows
+// step along time.
 constexpr auto qkv_rope = fx::trace([](fx::tensor<fx::bf16, 3> qkv, fx::tensor<fx::bf16, 2> cos,
                                        fx::tensor<fx::bf16, 2> sin, fx::index n_head, fx::index groups, fx::index hs,
                                        fx::index n) {
