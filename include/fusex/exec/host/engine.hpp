@@ -680,25 +680,38 @@ struct engine {
   }
   static constexpr std::array<idx_t, Fo::nleaf> leaf_sizes = leaf_sizes_of(std::make_integer_sequence<int, Fo::nleaf>{});
 
-  // What a replayed row reads far from the previous row's reads: a leaf
-  // that moves a page or more from row to row, skipping more than it reads
-  // (a qkv split's k and v read time step by time step, a qkv row apart).
-  // The hardware prefetchers stop at page boundaries, so every such row
-  // began with a miss; the replay prefetches the rows ahead instead. Rows
-  // that follow each other in memory are left to the hardware. Ranges of one delta
-  // that touch are merged (RoPE's halves read one row's neighbouring bytes).
+  // How a run of rows replays its first row: the leaves each segment moves
+  // per row (segment j's are moves[at[j], at[j + 1])), and what a row reads
+  // far from the previous row's reads: a leaf that moves a page or more
+  // from row to row, skipping more than it reads (a qkv split's k and v
+  // read time step by time step, a qkv row apart). The hardware prefetchers
+  // stop at page boundaries, so every such row began with a miss; the
+  // replay prefetches the rows ahead instead. Rows that follow each other
+  // in memory are left to the hardware. Ranges of one delta that touch are
+  // merged (RoPE's halves read one row's neighbouring bytes).
+  struct leaf_move {
+    int k;
+    std::uintptr_t p0, dp;
+    idx_t base0, dbase;
+  };
   struct prefetch_stream {
     std::uintptr_t p0;
     std::intptr_t delta;
     idx_t bytes;
   };
-  static constexpr idx_t prefetch_rows = 4;
-  static constexpr std::size_t tile_segments = 8;
-  static constexpr std::intptr_t prefetch_min_delta = 4096;
-  static std::vector<prefetch_stream>& prefetch_cache() {
-    thread_local std::vector<prefetch_stream> cache;
+  struct replay_plan {
+    std::vector<leaf_move> moves;
+    std::vector<std::size_t> at;
+    std::vector<prefetch_stream> streams;
+  };
+  static replay_plan& replay_cache() {
+    thread_local replay_plan cache;
     return cache;
   }
+  static constexpr idx_t prefetch_rows = 4;
+  static constexpr std::intptr_t prefetch_min_delta = 4096;
+  // rows of this many segments or more are written in tiles (run_rows)
+  static constexpr std::size_t tile_segments = 8;
   static void add_stream(std::vector<prefetch_stream>& out, std::uintptr_t p0, std::intptr_t delta, idx_t bytes) {
     for (auto& s : out) {
       if (s.delta != delta) continue;
@@ -711,15 +724,6 @@ struct engine {
       }
     }
     out.push_back({p0, delta, bytes});
-  }
-  struct leaf_move {
-    int k;
-    std::uintptr_t p0, dp;
-    idx_t base0, dbase;
-  };
-  static std::vector<leaf_move>& move_cache() {
-    thread_local std::vector<leaf_move> cache;
-    return cache;
   }
   static FUSEX_HOST_INLINE void prefetch_row(const std::vector<prefetch_stream>& streams, idx_t row) {
 #if defined(__GNUC__)
@@ -765,22 +769,12 @@ struct engine {
         step = first[j].start == second[j].start && first[j].n == second[j].n && first[j].fast == second[j].fast &&
                std::equal(std::begin(first[j].b.sel), std::end(first[j].b.sel), std::begin(second[j].b.sel));
       if (step) {
-        auto& streams = prefetch_cache();
-        streams.clear();
-        for (std::size_t j = 0; j < first.size(); ++j) {
-          if (!first[j].fast) continue;
-          for (int k = 0; k < Fo::nleaf; ++k) {
-            const auto p0 = reinterpret_cast<std::uintptr_t>(first[j].b.leaf[k].p);
-            const auto delta = static_cast<std::intptr_t>(reinterpret_cast<std::uintptr_t>(second[j].b.leaf[k].p) - p0);
-            const idx_t bytes = first[j].n * leaf_sizes[k];
-            const std::intptr_t far = delta < 0 ? -delta : delta;
-            if (bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes) add_stream(streams, p0, delta, bytes);
-          }
-        }
-        // the leaves each segment moves, and by how much per row
-        auto& moves = move_cache();
+        auto& plan = replay_cache();
+        auto& moves = plan.moves;
+        auto& at = plan.at;
+        auto& streams = plan.streams;
         moves.clear();
-        thread_local std::vector<std::size_t> at;
+        streams.clear();
         at.assign(first.size() + 1, 0);
         for (std::size_t j = 0; j < first.size(); ++j) {
           at[j] = moves.size();
@@ -789,7 +783,13 @@ struct engine {
             const auto& f = first[j].b.leaf[k];
             const auto& g = second[j].b.leaf[k];
             const auto p0 = reinterpret_cast<std::uintptr_t>(f.p), p1 = reinterpret_cast<std::uintptr_t>(g.p);
-            if (p0 != p1 || f.base != g.base) moves.push_back({k, p0, p1 - p0, f.base, g.base - f.base});
+            if (p0 == p1 && f.base == g.base) continue;
+            moves.push_back({k, p0, p1 - p0, f.base, g.base - f.base});
+            const auto delta = static_cast<std::intptr_t>(p1 - p0);
+            const std::intptr_t far = delta < 0 ? -delta : delta;
+            const idx_t bytes = first[j].n * leaf_sizes[k];
+            if (first[j].fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
+              add_stream(streams, p0, delta, bytes);
           }
         }
         at[first.size()] = moves.size();
