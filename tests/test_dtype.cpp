@@ -170,6 +170,24 @@ TEST_CASE("host register lanes: bf16 rounding agrees with bf16::from_float on sa
       REQUIRE(std::memcmp(&rounded[l], &want, sizeof want) == 0);
     }
   }
+  // Four registers rounded together, with one subnormal test: the patterns
+  // above, then blocks whose only subnormal lane is in their last register.
+  while (bits.size() % (4 * s::width)) bits.push_back(0x80000005u);
+  for (std::uint32_t k = 0; k < 8; ++k)
+    for (int l = 0; l < 4 * s::width; ++l) bits.push_back(l == 4 * s::width - 1 - static_cast<int>(k) ? 0x00400001u + k * 0x1000u : 0x3f800000u + k);
+  while (bits.size() % (4 * s::width)) bits.push_back(0x80000005u);
+  for (std::size_t i = 0; i < bits.size(); i += 4 * s::width) {
+    s::f32v in[4];
+    s::u16v h[4];
+    std::memcpy(in, bits.data() + i, sizeof in);
+    s::f32_to_bf16_bits_n<4>(in, h);
+    for (int l = 0; l < 4 * s::width; ++l) {
+      INFO("pattern 0x" << std::hex << bits[i + l]);
+      float f;
+      std::memcpy(&f, &bits[i + l], sizeof f);
+      REQUIRE(h[l / s::width][l % s::width] == fusex::bf16::from_float(f));
+    }
+  }
 }
 #endif
 

@@ -100,6 +100,29 @@ TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many s
   }
 }
 
+namespace {
+constexpr auto scale_bf16 = fx::trace([](fx::tensor<fx::bf16, 2> x) { return x * 0x1p-20f; });
+}  // namespace
+
+// Whole registers are rounded to bf16 four at a time with one subnormal test
+// for the four: a subnormal result in any register of a block, or in the
+// partial register after the blocks, rounds as bf16::from_float rounds it
+// (the one-instruction conversion would flush it to zero).
+TEST_CASE("host executor: bf16 results that are subnormal, in every register of a block", "[executor][host]") {
+  const int C = 4 * 16 * 3 + 7;
+  auto x = random_tensor<fx::bf16, 2>({2, C});
+  // x * 2^-20 is a float subnormal for |x| below 2^-106
+  for (const int j : {5, 63, 64 + 16, 128 + 47, C - 2}) x(0, j) = fx::bf16(-0x1.3p-110f);
+  for (const int j : {0, 64 + 33, C - 1}) x(1, j) = fx::bf16(0x1.7p-115f);
+  fx::host_tensor<fx::bf16, 2> y({2, C});
+  fx::run(fx::partition(scale_bf16), fx::host{}, fx::inputs(x.as_view()), fx::outputs(y.as_view()));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < C; ++j) {
+      INFO("element (" << i << ", " << j << ") of x " << static_cast<float>(x(i, j)));
+      REQUIRE(y(i, j).bits == fx::bf16(static_cast<float>(x(i, j)) * 0x1p-20f).bits);
+    }
+}
+
 TEST_CASE("host executor: matmul groups between fused groups", "[executor][host]") {
   auto x = random_tensor<fx::bf16, 3>({2, 9, 16});
   auto w1 = random_tensor<fx::bf16, 2>({16, 40}), w2 = random_tensor<fx::bf16, 2>({40, 16});

@@ -627,6 +627,10 @@ struct engine {
         constexpr idx_t w = Sink::slots * V * Sink::block_registers;
         for (; i + w <= n; i += w) sink.run_block(*this, i);
       }
+      if constexpr (requires { Sink::store_registers; }) {
+        constexpr idx_t w = V * Sink::store_registers;
+        for (; i + w <= n; i += w) sink.put_block(*this, i);
+      }
       if constexpr (Sink::slots > 1) {
         for (; i + 2 * V <= n; i += 2 * V) {
           sink.template put<mode::fast, 0>(*this, i, V);
@@ -887,6 +891,17 @@ struct write_sink {
     const auto v = e.template root<0, Md, true>(i, n);
     if constexpr (Md == mode::fast) store<D, Md>(p + i, 1, V, v);
     else store<D, Md>(p + i * stride, stride, n, v);
+  }
+  // Whole registers computed four at a time and rounded together: their
+  // chains overlap, and the 16-bit rounding's subnormal test is one for four.
+  static constexpr int store_registers = 4;
+  template <class E>
+  FUSEX_HOST_INLINE void put_block(const E& e, idx_t i) {
+    dlanes<D> v[store_registers];
+    unrolled<store_registers>([&](auto jj) FUSEX_HOST_LAMBDA {
+      v[decltype(jj)::value] = e.template root<0, mode::fast, true>(i + decltype(jj)::value * V, V);
+    });
+    store_block<D, store_registers>(p + i, v);
   }
 };
 

@@ -190,6 +190,20 @@ FUSEX_HOST_INLINE void store(storage_t<D>* p, idx_t stride, int n, const dlanes<
   }
 }
 
+// K whole registers to p, p + V, ...: rounded together (one subnormal test).
+template <dtype D, int K>
+FUSEX_HOST_INLINE void store_block(storage_t<D>* p, const dlanes<D>* v) {
+#if FUSEX_HOST_SIMD
+  if constexpr (D == dtype::bf16) {
+    simd::u16v h[K];
+    simd::f32_to_bf16_bits_n<K>(v, h);
+    std::memcpy(static_cast<void*>(p), h, sizeof h);
+    return;
+  }
+#endif
+  for (int j = 0; j < K; ++j) store<D, mode::fast>(p + j * V, 1, V, v[j]);
+}
+
 // ---- conversions ------------------------------------------------------------
 // Lanes of dtype DU as values of dtype D (rounded to D), as the prims define
 // a conversion: 16-bit results round to nearest even, integers wrap,
