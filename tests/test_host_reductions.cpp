@@ -68,6 +68,15 @@ TEST_CASE("host executor: column reductions over many row blocks and column tile
   // several tiles of chunks, the last one partial.
   auto dy = random_tensor<float, 2>({1000, 700}), x = random_tensor<float, 2>({1000, 700}, 50, 54);
   check_policies(column_sums, "column_sums 1000 x 700", dy, x);
+  // Wider than a tile (8192 positions): on 1 thread two tiles, the second
+  // partial; 40 rows are one row block, so on 2 and 3 threads the tiles
+  // narrow (to 2048 and 1024 positions) to give every thread work.
+  auto wide = random_tensor<float, 2>({40, 9000}), wx = random_tensor<float, 2>({40, 9000}, 50, 54);
+  const auto want = fx::evaluate(column_sums, fx::reference, wide, wx);
+  for (const int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    require_all_close(fx::evaluate(fx::partition(column_sums), fx::host{threads}, wide, wx), want, "column_sums 40 x 9000");
+  }
   check_policies(middle_axis, "middle axis", random_tensor<float, 3>({3, 517, 45}));
   check_policies(middle_axis, "middle axis of extent 1", random_tensor<float, 3>({3, 1, 45}));
   check_policies(column_sums, "no rows", fx::view<const float, 2>(nullptr, {0, 5}), fx::view<const float, 2>(nullptr, {0, 5}));
