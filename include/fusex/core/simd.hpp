@@ -177,23 +177,37 @@ inline u16v f32_to_bf16_bits(f32v f) {
     return f32_to_bf16_bits_generic(f);
   return f32_to_bf16_bits_normal(f);
 }
-// K registers with one test and one branch: a test per register is a
-// tenth of a short loop's time (GeLU's; vfpclassps is not cheap on Zen 4).
+// K registers rounded and stored to dst, dst + width, ... with one test and
+// one branch: a test per register is a tenth of a short loop's time
+// (GeLU's; vfpclassps is not cheap on Zen 4). Each register is stored as it
+// is rounded: an array of them went through the stack, and the wider
+// loads that copied it out could not forward from the narrower stores.
 template <int K>
-inline void f32_to_bf16_bits_n(const f32v* f, u16v* h) {
+inline void store_bf16_bits_n(const f32v* f, void* dst) {
   __mmask16 k = 0;
   for (int j = 0; j < K; ++j) k |= _mm512_fpclass_ps_mask(reinterpret_cast<__m512>(f[j]), 0x20);
+  auto* d = static_cast<unsigned char*>(dst);
   if (k == 0) [[likely]] {
-    for (int j = 0; j < K; ++j) h[j] = f32_to_bf16_bits_normal(f[j]);
+    for (int j = 0; j < K; ++j) {
+      const u16v h = f32_to_bf16_bits_normal(f[j]);
+      std::memcpy(d + j * sizeof h, &h, sizeof h);
+    }
   } else {
-    for (int j = 0; j < K; ++j) h[j] = f32_to_bf16_bits_generic(f[j]);
+    for (int j = 0; j < K; ++j) {
+      const u16v h = f32_to_bf16_bits_generic(f[j]);
+      std::memcpy(d + j * sizeof h, &h, sizeof h);
+    }
   }
 }
 #else
 inline u16v f32_to_bf16_bits(f32v f) { return f32_to_bf16_bits_generic(f); }
 template <int K>
-inline void f32_to_bf16_bits_n(const f32v* f, u16v* h) {
-  for (int j = 0; j < K; ++j) h[j] = f32_to_bf16_bits_generic(f[j]);
+inline void store_bf16_bits_n(const f32v* f, void* dst) {
+  auto* d = static_cast<unsigned char*>(dst);
+  for (int j = 0; j < K; ++j) {
+    const u16v h = f32_to_bf16_bits_generic(f[j]);
+    std::memcpy(d + j * sizeof h, &h, sizeof h);
+  }
 }
 #endif
 // f32 values rounded to bf16 and held as f32 again: the lower half cleared.

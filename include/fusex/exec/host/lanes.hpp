@@ -195,9 +195,7 @@ template <dtype D, int K>
 FUSEX_HOST_INLINE void store_block(storage_t<D>* p, const dlanes<D>* v) {
 #if FUSEX_HOST_SIMD
   if constexpr (D == dtype::bf16) {
-    simd::u16v h[K];
-    simd::f32_to_bf16_bits_n<K>(v, h);
-    std::memcpy(static_cast<void*>(p), h, sizeof h);
+    simd::store_bf16_bits_n<K>(v, static_cast<void*>(p));
     return;
   }
 #endif
