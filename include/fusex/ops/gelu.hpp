@@ -31,8 +31,7 @@ constexpr dyn gelu(const dyn& x, const dyn& dy) {
   const dyn xf = convert(x, c), g = convert(dy, c);
   const dyn cdf = 0.5 * (erf(xf * detail::inv_sqrt2) + 1.0);
   const dyn pdf = exp(-0.5 * xf * xf) * detail::inv_sqrt_2pi;
-  // dy * (Phi + x phi): one multiply by dy, not two (dy Phi + dy x phi)
-  return convert(g * (cdf + xf * pdf), x.dt());
+  return convert(g * cdf + g * xf * pdf, x.dt());
 }
 
 // With u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u):
