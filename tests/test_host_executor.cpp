@@ -22,9 +22,9 @@ constexpr auto mlp = fx::trace([](fx::tensor<fx::bf16, 3> x, fx::tensor<fx::bf16
 static_assert(fx::partition(mlp).kernels() == 4);
 
 // litgpt's qkv split with RoPE, k and v expanded to n_head heads: q's rows
-// go head by head within a time step (row_order); k's and v's head axis
-// cannot step (heads sit in query groups), so it goes outside and their rows
-// step along time.
+// go time step by time step within a head (row_order: its rows are
+// neighbours along time); k's and v's head axis cannot step (heads sit in
+// query groups), so it goes outside and their rows step along time.
 constexpr auto qkv_rope = fx::trace([](fx::tensor<fx::bf16, 3> qkv, fx::tensor<fx::bf16, 2> cos,
                                        fx::tensor<fx::bf16, 2> sin, fx::index n_head, fx::index groups, fx::index hs,
                                        fx::index n) {
@@ -76,7 +76,7 @@ TEST_CASE("host executor: qkv split + RoPE with expanded k and v, on 1 to 3 thre
 }
 
 // Shapes of the rows the host replays differently (engine.hpp, run_rows):
-// qkv rows of 4 KiB, read time step by time step for k and v (their rows
+// qkv rows of 4 KiB, read time step by time step for q, k and v (their rows
 // prefetched ahead), and dqkv rows of 8 heads' segments (written in tiles
 // of rows, segment by segment), with row counts that leave partial tiles.
 TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many segments", "[executor][host]") {
@@ -96,6 +96,65 @@ TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many s
       require_all_close(fx::evaluate(fx::partition(qkv_rope_backward), fx::host{threads}, dq, dk, dv, cos, sin, nh, G,
                                      hs, n),
                         dref, "qkv_split_rope_backward");
+    }
+  }
+}
+
+namespace {
+// A strided view's values, gathered into a dense tensor for the comparison.
+template <class T, int R>
+fx::host_tensor<T, R> gathered(fx::view<T, R> v) {
+  fx::host_tensor<T, R> t(v.extents());
+  fx::index_t i = 0;
+  fx::extents_array<R> c{};
+  for (; i < t.size(); ++i) {
+    fx::index_t off = 0;
+    for (int d = 0; d < R; ++d) off += c[d] * v.strides()[d];
+    t.values()[static_cast<std::size_t>(i)] = v.data()[off];
+    for (int d = R - 1; d >= 0 && ++c[d] == v.extents()[d]; --d) c[d] = 0;
+  }
+  return t;
+}
+}  // namespace
+
+// Outputs in layouts that change how rows are tiled (engine.hpp, run_rows:
+// rows of a write in tiles, each segment over a tile's rows): q, k and v
+// stored time-major (rows one head apart in a time step, a time step h
+// heads apart), or with the head axis strided (no contiguous segment); dqkv
+// with padded rows, or stored channel-major. Row counts leave partial tiles.
+TEST_CASE("host executor: qkv split + RoPE into strided outputs", "[executor][host]") {
+  const int B = 2, nh = 8, G = 2, hs = 64, n = 16, C = (nh + 2 * G) * hs;
+  for (const int T : {37, 21}) {
+    auto qkv = random_tensor<fx::bf16, 3>({B, T, C});
+    auto cos = random_tensor<fx::bf16, 2>({T, n}), sin = random_tensor<fx::bf16, 2>({T, n});
+    const fx::extents_array<4> heads{B, nh, T, hs};
+    auto dq = random_tensor<fx::bf16, 4>(heads), dk = random_tensor<fx::bf16, 4>(heads),
+         dv = random_tensor<fx::bf16, 4>(heads);
+    const auto ref = fx::evaluate(qkv_rope, fx::reference, qkv, cos, sin, nh, G, hs, n);
+    const auto dref = fx::evaluate(qkv_rope_backward, fx::reference, dq, dk, dv, cos, sin, nh, G, hs, n);
+    const std::size_t size = static_cast<std::size_t>(B) * nh * T * hs;
+    const fx::extents_array<4> time_major{T * nh * hs, hs, nh * hs, 1}, strided_heads{nh * hs * T, hs * T, 1, T};
+    const fx::index_t pad = 5;
+    const fx::extents_array<3> padded_rows{T * (C + pad), C + pad, 1}, channel_major{C * T, 1, T};
+    for (const int threads : {1, 2, 3}) {
+      for (const auto& str : {time_major, strided_heads}) {
+        INFO("T " << T << ", " << threads << " threads, q's strides " << str[0] << " " << str[1] << " " << str[2]
+                  << " " << str[3]);
+        std::vector<fx::bf16> q(size), k(size), v(size);
+        fx::view<fx::bf16, 4> qv(q.data(), heads, str), kv(k.data(), heads, str), vv(v.data(), heads, str);
+        fx::run(fx::partition(qkv_rope), fx::host{threads}, fx::inputs(qkv.as_view(), cos.as_view(), sin.as_view(), nh, G, hs, n),
+                fx::outputs(qv, kv, vv));
+        require_all_close(std::tuple{gathered(qv), gathered(kv), gathered(vv)}, ref, "qkv_split_rope, strided");
+      }
+      for (const auto& str : {padded_rows, channel_major}) {
+        INFO("T " << T << ", " << threads << " threads, dqkv's strides " << str[0] << " " << str[1] << " " << str[2]);
+        std::vector<fx::bf16> store(static_cast<std::size_t>(B) * T * (C + pad));
+        fx::view<fx::bf16, 3> dqkv(store.data(), {B, T, C}, str);
+        fx::run(fx::partition(qkv_rope_backward), fx::host{threads},
+                fx::inputs(dq.as_view(), dk.as_view(), dv.as_view(), cos.as_view(), sin.as_view(), nh, G, hs, n),
+                fx::outputs(dqkv));
+        require_all_close(gathered(dqkv), dref, "qkv_split_rope_backward, strided");
+      }
     }
   }
 }

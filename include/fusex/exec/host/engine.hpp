@@ -642,6 +642,49 @@ struct engine {
     for (; i < n; i += V) sink.template put<mode::gather, 0>(*this, i, static_cast<int>(n - i < V ? n - i : V));
   }
 
+  // How the bound segment moves from one row of a run to the next: every
+  // leaf's pointer by dp bytes and iota base by db (zero for what stays).
+  struct row_step {
+    std::array<std::intptr_t, Fo::nleaf> dp;
+    std::array<idx_t, Fo::nleaf> db;
+  };
+  FUSEX_HOST_INLINE void step_leaves(const row_step& st, idx_t k) {
+    unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA {
+      constexpr int S = decltype(ss)::value;
+      auto& lf = b.leaf[S];
+      lf.p = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(lf.p) +
+                                           static_cast<std::uintptr_t>(k * st.dp[S]));
+      lf.base += k * st.db[S];
+    });
+  }
+  // The bound segment over `rows` rows, each moved from the last by st (the
+  // sink's output by dsink bytes): one call, and a row costs its lanes plus
+  // a few adds, where binding a segment per row cost more than a 16-lane
+  // segment's arithmetic (RoPE's rotated halves).
+  template <class Sink>
+  FUSEX_HOST_OUTLINE void run_segment_rows(idx_t n, bool fast, idx_t rows, const row_step& st,
+                                           std::intptr_t dsink, Sink& sink) {
+    if constexpr (requires { typename Sink::copy_type; }) {
+      if (fast) {
+        const int s = copy_leaf<typename Sink::copy_type, Fo::root_instance(0)>();
+        if (s >= 0) {
+          std::uintptr_t from = reinterpret_cast<std::uintptr_t>(b.leaf[s].p);
+          for (idx_t row = 0; row < rows; ++row) {
+            sink.copy(reinterpret_cast<const void*>(from), n);
+            from += static_cast<std::uintptr_t>(st.dp[s]);
+            sink.advance(dsink);
+          }
+          return;
+        }
+      }
+    }
+    for (idx_t row = 0; row < rows; ++row) {
+      run_segment_with(n, fast, sink);
+      step_leaves(st, 1);
+      sink.advance(dsink);
+    }
+  }
+
   // Positions [c0, c1) along the roots' last axis at outer coordinates c
   // (c[r - 1] is overwritten), segment by segment, into the sink.
   template <class Sink>
@@ -684,38 +727,43 @@ struct engine {
   }
   static constexpr std::array<idx_t, Fo::nleaf> leaf_sizes = leaf_sizes_of(std::make_integer_sequence<int, Fo::nleaf>{});
 
-  // How a run of rows replays its first row: the leaves each segment moves
-  // per row (segment j's are moves[at[j], at[j + 1])), and what a row reads
-  // far from the previous row's reads: a leaf that moves a page or more
-  // from row to row, skipping more than it reads (a qkv split's k and v
-  // read time step by time step, a qkv row apart). The hardware prefetchers
-  // stop at page boundaries, so every such row began with a miss; the
-  // replay prefetches the rows ahead instead. Rows that follow each other
-  // in memory are left to the hardware. Ranges of one delta that touch are
-  // merged (RoPE's halves read one row's neighbouring bytes).
-  struct leaf_move {
-    int k;
-    std::uintptr_t p0, dp;
-    idx_t base0, dbase;
-  };
+  // How a run of rows replays its first row: each segment's row_step, and
+  // what a row reads far from the previous row's reads: a leaf that moves a
+  // page or more from row to row, skipping more than it reads (a qkv split's
+  // q, k and v read time step by time step, a qkv row apart). The hardware
+  // prefetchers stop at page boundaries, so every such row began with a
+  // miss; the replay prefetches the rows ahead instead. Rows that follow
+  // each other in memory are left to the hardware. Ranges of one delta that
+  // touch are merged (RoPE's halves read one row's neighbouring bytes).
   struct prefetch_stream {
     std::uintptr_t p0;
     std::intptr_t delta;
     idx_t bytes;
   };
   struct replay_plan {
-    std::vector<leaf_move> moves;
-    std::vector<std::size_t> at;
+    std::vector<row_step> steps;
     std::vector<prefetch_stream> streams;
   };
   static replay_plan& replay_cache() {
     thread_local replay_plan cache;
     return cache;
   }
+  // Rows of a tile of a write's run (run_rows): up to 16, with at most 4 of
+  // them on one set of an L1 indexed by the address's low 12 bits (x86 and
+  // Arm cores alike): rows 512 KiB apart all fall on one set, and a tile of
+  // 16 of them lost its lines before the next segment completed them.
+  static constexpr idx_t tile_rows = 16;
+  static constexpr idx_t tile_rows_per_set = 4;
+  static idx_t rows_per_tile(std::intptr_t dsink) {
+    std::array<unsigned char, 64> on_set{};
+    for (idx_t t = 0; t < tile_rows; ++t) {
+      const auto set = (static_cast<std::uintptr_t>(t * dsink) >> 6) & 63;
+      if (++on_set[set] > tile_rows_per_set) return t;
+    }
+    return tile_rows;
+  }
   static constexpr idx_t prefetch_rows = 4;
   static constexpr std::intptr_t prefetch_min_delta = 4096;
-  // rows of this many segments or more are written in tiles (run_rows)
-  static constexpr std::size_t tile_segments = 8;
   static void add_stream(std::vector<prefetch_stream>& out, std::uintptr_t p0, std::intptr_t delta, idx_t bytes) {
     for (auto& s : out) {
       if (s.delta != delta) continue;
@@ -757,7 +805,8 @@ struct engine {
   // (forest::steppable), the first row's segments are bound once and every
   // row replays them with its pointers moved by a constant delta per row
   // (the second row, bound too, gives the deltas); a qkv backward row of
-  // dozens of segments is bound once per run of rows instead of per row.
+  // dozens of segments is bound once per run of rows instead of per row,
+  // and a write's rows go in tiles, segment by segment.
   template <class Sink>
   FUSEX_HOST_INLINE void run_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink) {
     const idx_t cd = d >= 0 ? c[d] : 0;
@@ -774,59 +823,55 @@ struct engine {
                std::equal(std::begin(first[j].b.sel), std::end(first[j].b.sel), std::begin(second[j].b.sel));
       if (step) {
         auto& plan = replay_cache();
-        auto& moves = plan.moves;
-        auto& at = plan.at;
+        auto& steps = plan.steps;
         auto& streams = plan.streams;
-        moves.clear();
+        steps.resize(first.size());
         streams.clear();
-        at.assign(first.size() + 1, 0);
-        for (std::size_t j = 0; j < first.size(); ++j) {
-          at[j] = moves.size();
+        for (std::size_t j = 0; j < first.size(); ++j)
           for (int k = 0; k < Fo::nleaf; ++k) {
             // as integers: a leaf the segment does not use may hold any value
             const auto& f = first[j].b.leaf[k];
             const auto& g = second[j].b.leaf[k];
             const auto p0 = reinterpret_cast<std::uintptr_t>(f.p), p1 = reinterpret_cast<std::uintptr_t>(g.p);
-            if (p0 == p1 && f.base == g.base) continue;
-            moves.push_back({k, p0, p1 - p0, f.base, g.base - f.base});
             const auto delta = static_cast<std::intptr_t>(p1 - p0);
+            steps[j].dp[k] = delta;
+            steps[j].db[k] = g.base - f.base;
             const std::intptr_t far = delta < 0 ? -delta : delta;
             const idx_t bytes = first[j].n * leaf_sizes[k];
             if (first[j].fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
               add_stream(streams, p0, delta, bytes);
           }
-        }
-        at[first.size()] = moves.size();
-        const auto replay = [&](std::size_t j, idx_t row) FUSEX_HOST_LAMBDA {
-          for (std::size_t m = at[j]; m < at[j + 1]; ++m) {
-            const auto& mv = moves[m];
-            b.leaf[mv.k].p = reinterpret_cast<const void*>(mv.p0 + static_cast<std::uintptr_t>(row) * mv.dp);
-            b.leaf[mv.k].base = mv.base0 + row * mv.dbase;
-          }
-          c[d] = cd + row;
-          c[r - 1] = first[j].start;
+        if constexpr (requires(Sink& s) {
+                        Sink::rows_any_order;
+                        s.advance(std::intptr_t{});
+                      }) {
+          // A sink that takes rows in any order and moves a constant step
+          // per row (a write): rows in tiles, segment by segment, each
+          // segment over a tile's rows in one call (run_segment_rows). A
+          // RoPE row's rotated halves are 16 lanes each: binding them per
+          // row cost more than their arithmetic. The tile keeps a segment's
+          // rows in L1 until the next segment completes their lines.
+          c[d] = cd + 1;
+          c[r - 1] = first[0].start;
           sink.bind(*this, c);
-          run_segment(first[j].n, first[j].fast && sink.contiguous(), sink);
-        };
-        constexpr bool any_order = requires { Sink::rows_any_order; };
-        if (any_order && first.size() >= tile_segments) {
-          // A sink that takes rows in any order (a write) gets rows of
-          // many segments (a qkv backward row has 64) in tiles, segment by
-          // segment: each segment's binding is set once per tile, and the
-          // next tile is prefetched while the first segment runs. Tiles of
-          // 4: in tiles of 16 the backward ran no faster. Rows of a few
-          // segments (RoPE's q: rows 512 KiB apart) run faster row by row.
-          constexpr idx_t tile = 4;
+          const auto a1 = reinterpret_cast<std::uintptr_t>(sink.address());
+          c[d] = cd;
+          sink.bind(*this, c);
+          const auto dsink = static_cast<std::intptr_t>(a1 - reinterpret_cast<std::uintptr_t>(sink.address()));
+          const idx_t tile = rows_per_tile(dsink);
           if (!streams.empty())
             for (idx_t row = 0; row < tile && row < nrows; ++row) prefetch_row(streams, row);
           for (idx_t r0 = 0; r0 < nrows; r0 += tile) {
             const idx_t r1 = r0 + tile < nrows ? r0 + tile : nrows;
+            if (!streams.empty())
+              for (idx_t row = r1; row < r1 + tile && row < nrows; ++row) prefetch_row(streams, row);
             for (std::size_t j = 0; j < first.size(); ++j) {
               b = first[j].b;
-              for (idx_t row = r0; row < r1; ++row) {
-                if (j == 0 && !streams.empty() && row + tile < nrows) prefetch_row(streams, row + tile);
-                replay(j, row);
-              }
+              step_leaves(steps[j], r0);
+              c[d] = cd + r0;
+              c[r - 1] = first[j].start;
+              sink.bind(*this, c);
+              run_segment_rows(first[j].n, first[j].fast && sink.contiguous(), r1 - r0, steps[j], dsink, sink);
             }
           }
         } else {
@@ -834,7 +879,11 @@ struct engine {
             if (!streams.empty() && row + prefetch_rows < nrows) prefetch_row(streams, row + prefetch_rows);
             for (std::size_t j = 0; j < first.size(); ++j) {
               b = first[j].b;
-              replay(j, row);
+              step_leaves(steps[j], row);
+              c[d] = cd + row;
+              c[r - 1] = first[j].start;
+              sink.bind(*this, c);
+              run_segment(first[j].n, first[j].fast && sink.contiguous(), sink);
             }
           }
         }
@@ -880,6 +929,9 @@ struct write_sink {
   }
   FUSEX_HOST_INLINE bool contiguous() const { return stride == 1; }
   const char* address() const { return reinterpret_cast<const char*>(p); }
+  FUSEX_HOST_INLINE void advance(std::intptr_t bytes) {
+    p = reinterpret_cast<storage_t<D>*>(reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(bytes));
+  }
   // n elements of an input of the output's storage type, moved unchanged
   // (memmove: an output written in place over its input is the same bytes)
   using copy_type = storage_t<D>;

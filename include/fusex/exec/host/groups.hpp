@@ -131,13 +131,15 @@ void for_each_piece(const idx_t* ext, int r, int threads, const int* order, cons
   });
 }
 
-// The order of a pass's rows: outer axes that move what the rows read (and,
-// less, what they write) far in memory go outside, so that consecutive rows
-// read neighbouring memory, which the prefetchers follow. (The q of a qkv
-// split goes head by head within a time step: consecutive heads are
-// neighbours in qkv, consecutive time steps a qkv row apart.) Ties keep the
-// axes' own order. Probed by binding the first segment at the origin and
-// one step along each axis.
+// The order of a pass's rows: outer axes that move what the rows write (and,
+// less, what they read) far in memory go outside, so that consecutive rows
+// write neighbouring memory: a write's rows go in tiles (engine::run_rows),
+// whose lines stay in L1 until complete where the rows are neighbours,
+// while rows that read far apart are prefetched ahead. (The q of a qkv
+// split goes time step by time step within a head: consecutive time steps
+// are neighbours in q, a qkv row apart in qkv.) Ties keep the axes' own
+// order. Probed by binding the first segment at the origin and one step
+// along each axis.
 template <class E, class Sink>
 void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
   for (int d = 0; d + 1 < r; ++d) order[d] = d;
@@ -169,7 +171,7 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
     for (int j = 0; j <= NLEAF; ++j) {
       if (!base[j] || !moved[j]) continue;
       const idx_t delta = moved[j] > base[j] ? moved[j] - base[j] : base[j] - moved[j];
-      if (delta > near) cost[d] += j < NLEAF ? 2 : 1;  // reads weigh more than the write
+      if (delta > near) cost[d] += j < NLEAF ? 1 : 2;  // the write weighs more than a read
     }
     // Rows along an axis that cannot step are bound one by one: a bind costs
     // more than the prefetchers lose on a longer stride.
