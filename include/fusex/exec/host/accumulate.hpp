@@ -15,6 +15,7 @@
 // Column groups: a reduction over an outer axis accumulates, per output
 // position, the rows of one block (float sums in f64).
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -342,7 +343,10 @@ using row_acc = typename row_acc_of<RD, acc_kind<RD, Coarse>()>::type;
 // The states of one block of rows at the positions of a tile, in place in
 // the group's partial states. Float sums in f64, a register of floats
 // widened at a time; coarse ones (only reaching 16-bit outputs) in an f32
-// tile added into the states every 16 rows.
+// tile added into the states every 16 rows. The f32 tile is the caller's
+// scratch, and the first flush stores the states instead of adding to
+// zeroed ones: a qkv backward sums 4 heads per block, 128 positions at a
+// time, and allocating and zeroing per block cost more than the sums.
 template <class RD, bool Coarse>
 struct column_acc {
   using state = typename RD::state;
@@ -350,13 +354,20 @@ struct column_acc {
   state* s = nullptr;
   idx_t n = 0;
   int rows = 0;
-  std::vector<float> f;  // coarse sums: the block's last rows, in f32
-  void start(state* at, idx_t count) {
+  float* f = nullptr;   // coarse sums: the block's last rows, in f32
+  bool stored = false;  // coarse sums: s holds what was flushed
+  void start(state* at, idx_t count, std::vector<float>& scratch) {
     s = at;
     n = count;
     rows = 0;
-    for (idx_t j = 0; j < n; ++j) s[j] = RD::identity();
-    if constexpr (kind == 4) f.assign(static_cast<std::size_t>(n), 0.0f);
+    if constexpr (kind == 4) {
+      if (scratch.size() < static_cast<std::size_t>(n)) scratch.resize(static_cast<std::size_t>(n));
+      f = scratch.data();
+      std::fill(f, f + n, 0.0f);
+      stored = false;
+    } else {
+      for (idx_t j = 0; j < n; ++j) s[j] = RD::identity();
+    }
   }
   // A new row of the block begins.
   void row() {
@@ -364,11 +375,20 @@ struct column_acc {
       if (++rows > block_registers) flush();
     }
   }
+  // Must end every block: until then, coarse sums' states are unset.
   void flush() {
     if constexpr (kind == 4) {
-      for (idx_t j = 0; j < n; ++j) {
-        s[j] += static_cast<double>(f[static_cast<std::size_t>(j)]);
-        f[static_cast<std::size_t>(j)] = 0.0f;
+      if (stored) {
+        for (idx_t j = 0; j < n; ++j) {
+          s[j] += static_cast<double>(f[j]);
+          f[j] = 0.0f;
+        }
+      } else {
+        for (idx_t j = 0; j < n; ++j) {
+          s[j] = static_cast<double>(f[j]);
+          f[j] = 0.0f;
+        }
+        stored = true;
       }
       rows = 1;
     }
@@ -376,7 +396,7 @@ struct column_acc {
   template <mode Md, class L>
   FUSEX_HOST_INLINE void add(idx_t pos, const L& v, int cnt) {
     if constexpr (kind == 4) {
-      float* t = f.data() + pos;
+      float* t = f + pos;
       if constexpr (Md == mode::fast) {
 #if FUSEX_HOST_SIMD
         simd::f32v x;
