@@ -665,26 +665,53 @@ void column_reduction_host(const group_args<C>& a, int threads) {
         }(std::index_sequence_for<decltype(ms)...>{});
       }
       // the blocks' partial states at output position o merged in order,
-      // finished into the dense values, and twins' means read
+      // finished into the dense values, and twins' means read: reduction J
+      // of the level
+      const auto finish_one = [&]<std::size_t J>(idx_t o, std::integral_constant<std::size_t, J>) {
+        constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
+        using RD = host_reducer<C, M>;
+        auto& part = std::get<J>(parts);
+        auto s = part[static_cast<std::size_t>(o)];
+        for (idx_t blk = 1; blk < nb; ++blk) s = RD::combine(s, part[static_cast<std::size_t>(blk * nout + o)]);
+        using T = vt<Q::dt(M)>;
+        static_cast<T*>(const_cast<void*>(dense[Q::red_index(M)]))[o] = RD::template finish<Q::dt(M)>(s, T_len, Q::value(M));
+        if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
+          static_for<Q::nlocals()>([&](auto tt) {
+            constexpr int W = decltype(tt)::value;
+            if constexpr (Q::computes(W) && moments_twin<C>(W) == M)
+              static_cast<vt<Q::dt(W)>*>(const_cast<void*>(dense[Q::red_index(W)]))[o] = twin_mean<C, W>(s, T_len);
+          });
+        }
+      };
       const auto finish = [&](idx_t o) {
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+          (finish_one(o, std::integral_constant<std::size_t, J>{}), ...);
+        }(std::index_sequence_for<decltype(ms)...>{});
+      };
+      // Positions [o0, o1) of one block's states: a float sum's value is its
+      // state, rounded a register at a time (the scalar rounding took as long
+      // as a qkv backward's sums of 4 heads).
+      const auto finish_block = [&](idx_t o0, idx_t o1) {
         [&]<std::size_t... J>(std::index_sequence<J...>) {
           (
               [&] {
                 constexpr int M = std::array<int, sizeof...(ms)>{decltype(ms)::value...}[J];
                 using RD = host_reducer<C, M>;
-                auto& part = std::get<J>(parts);
-                auto s = part[static_cast<std::size_t>(o)];
-                for (idx_t blk = 1; blk < nb; ++blk) s = RD::combine(s, part[static_cast<std::size_t>(blk * nout + o)]);
-                using T = vt<Q::dt(M)>;
-                static_cast<T*>(const_cast<void*>(dense[Q::red_index(M)]))[o] = RD::template finish<Q::dt(M)>(s, T_len, Q::value(M));
-                if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
-                  static_for<Q::nlocals()>([&](auto tt) {
-                    constexpr int W = decltype(tt)::value;
-                    if constexpr (Q::computes(W) && moments_twin<C>(W) == M)
-                      static_cast<vt<Q::dt(W)>*>(const_cast<void*>(dense[Q::red_index(W)]))[o] =
-                          twin_mean<C, W>(s, T_len);
-                  });
+                idx_t o = o0;
+#if FUSEX_HOST_SIMD
+                if constexpr (RD::kind == op_kind::sum && RD::fp && std::is_same_v<typename RD::state, double> &&
+                              std::is_same_v<dlanes<Q::dt(M)>, simd::f32v>) {
+                  const double* st = std::get<J>(parts);
+                  float* out = static_cast<float*>(const_cast<void*>(dense[Q::red_index(M)]));
+                  for (; o + V <= o1; o += V) {
+                    simd::f32v v;
+                    for (int l = 0; l < V; ++l) v[l] = static_cast<float>(st[o + l]);
+                    v = round_to<Q::dt(M)>(v);
+                    std::memcpy(out + o, &v, sizeof v);
+                  }
                 }
+#endif
+                for (; o < o1; ++o) finish_one(o, std::integral_constant<std::size_t, J>{});
               }(),
               ...);
         }(std::index_sequence_for<decltype(ms)...>{});
@@ -709,8 +736,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
             if (column_overflow<C, decltype(ms)::value...>(at, c1 - c0))
               column_block<C, Fo, true, decltype(ms)::value...>(a, red, c, t0, t1, c0, c1, at);
           }
-          if (nb == 1)
-            for (idx_t o = orow * Lc + c0; o < orow * Lc + c1; ++o) finish(o);
+          if (nb == 1) finish_block(orow * Lc + c0, orow * Lc + c1);
         }
       });
       // with one block, each task finishes its own positions while they
