@@ -841,6 +841,14 @@ struct engine {
             if (first[j].fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
               add_stream(streams, p0, delta, bytes);
           }
+        // segment j of the run's row `row`, bound by replaying the first row's
+        const auto bind_row = [&](std::size_t j, idx_t row) FUSEX_HOST_LAMBDA {
+          b = first[j].b;
+          step_leaves(steps[j], row);
+          c[d] = cd + row;
+          c[r - 1] = first[j].start;
+          sink.bind(*this, c);
+        };
         if constexpr (requires(Sink& s) {
                         Sink::rows_any_order;
                         s.advance(std::intptr_t{});
@@ -866,11 +874,7 @@ struct engine {
             if (!streams.empty())
               for (idx_t row = r1; row < r1 + tile && row < nrows; ++row) prefetch_row(streams, row);
             for (std::size_t j = 0; j < first.size(); ++j) {
-              b = first[j].b;
-              step_leaves(steps[j], r0);
-              c[d] = cd + r0;
-              c[r - 1] = first[j].start;
-              sink.bind(*this, c);
+              bind_row(j, r0);
               run_segment_rows(first[j].n, first[j].fast && sink.contiguous(), r1 - r0, steps[j], dsink, sink);
             }
           }
@@ -878,11 +882,7 @@ struct engine {
           for (idx_t row = 0; row < nrows; ++row) {
             if (!streams.empty() && row + prefetch_rows < nrows) prefetch_row(streams, row + prefetch_rows);
             for (std::size_t j = 0; j < first.size(); ++j) {
-              b = first[j].b;
-              step_leaves(steps[j], row);
-              c[d] = cd + row;
-              c[r - 1] = first[j].start;
-              sink.bind(*this, c);
+              bind_row(j, row);
               run_segment(first[j].n, first[j].fast && sink.contiguous(), sink);
             }
           }
