@@ -145,6 +145,38 @@ TEST_CASE("host executor: a sum of squares past f32's range sums again in f64", 
   check_policies(rms_norm, "rms_norm, squares past f32", x, random_tensor<float, 1>({C}), 1e-5f);
 }
 
+TEST_CASE("host executor: LayerNorm's mean over rows with an infinity or a NaN is the reference's",
+          "[executor][host]") {
+  // Welford's mean of a lane that met +inf goes NaN (inf - inf), where the
+  // true mean is +inf: the host must notice and sum the mean again. Rows:
+  // +inf in a block, -inf in a block, a NaN, both infinities, +inf in the
+  // scalar tail, and finite values whose differences (row 5) or their
+  // squares (row 6: the variance too, whose rstd is then 0) overflow f32.
+  const int R = 7, C = 1100;
+  auto x = random_tensor<fx::bf16, 2>({R, C});
+  x.values()[0 * C + 5] = from_double<fx::bf16>(INFINITY);
+  x.values()[1 * C + 300] = from_double<fx::bf16>(-INFINITY);
+  x.values()[2 * C + 17] = from_double<fx::bf16>(NAN);
+  x.values()[3 * C + 40] = from_double<fx::bf16>(INFINITY);
+  x.values()[3 * C + 900] = from_double<fx::bf16>(-INFINITY);
+  x.values()[4 * C + 1090] = from_double<fx::bf16>(INFINITY);
+  for (int j = 0; j < C; ++j) {
+    x.values()[5 * C + j] = from_double<fx::bf16>(j % 2 ? 3e38 : -3e38);
+    x.values()[6 * C + j] = from_double<fx::bf16>(j % 2 ? 1e20 : 2e20);
+  }
+  const auto w = random_tensor<float, 1>({C}), b = random_tensor<float, 1>({C});
+  const auto ref = fx::evaluate(layer_norm, fx::reference, x, w, b, 1e-5f);
+  // the cases are the ones meant
+  REQUIRE(std::isinf(std::get<1>(ref).values()[0]));
+  REQUIRE(std::isinf(std::get<1>(ref).values()[1]));
+  REQUIRE(std::isnan(std::get<1>(ref).values()[3]));
+  REQUIRE(std::isinf(std::get<1>(ref).values()[4]));
+  REQUIRE(std::isfinite(std::get<1>(ref).values()[5]));
+  REQUIRE(std::isfinite(to_double(std::get<0>(ref).values()[5 * C])));
+  REQUIRE(std::isfinite(std::get<1>(ref).values()[6]));
+  check_policies(layer_norm, "layer_norm, rows with infinities", x, w, b, 1e-5f);
+}
+
 namespace {
 // A bf16 sum over rows: the host keeps it in f32 tiles of 16 rows.
 constexpr auto column_products = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 2> y) {

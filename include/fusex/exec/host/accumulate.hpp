@@ -186,7 +186,6 @@ template <class RD>
 struct float_moments_acc {
   using state = typename RD::state;  // moments<double>
   simd::f32v mean[slots] = {}, m2[slots] = {};
-  simd::f32v nonfinite[slots] = {};  // NaN once a lane saw an infinity or NaN
   int k[slots] = {};
   // f64 moments of the merged blocks, by slot and half register
   simd::f64v dmean[slots][2] = {}, dm2[slots][2] = {};
@@ -215,30 +214,35 @@ struct float_moments_acc {
     m2[S] = simd::splat(0.0f);
     k[S] = 0;
   }
-  // Welford's update of one register, the (k + 1)-th of its block.
-  static FUSEX_HOST_INLINE void update(simd::f32v& nf, simd::f32v& mn, simd::f32v& q, const simd::f32v& v, int k) {
-    nf += v - v;
+  // Welford's update of one register, the (k + 1)-th of its chain.
+  static FUSEX_HOST_INLINE void update(simd::f32v& mn, simd::f32v& q, const simd::f32v& v, int k) {
     const simd::f32v d = v - mn;
     mn += d * welford_weight[k + 1];
     q += d * (v - mn);
   }
   template <int S>
   FUSEX_HOST_INLINE void add(const simd::f32v& v) {
-    update(nonfinite[S], mean[S], m2[S], v, k[S]++);
+    update(mean[S], m2[S], v, k[S]++);
     if (k[S] == block_registers) flush<S>();
   }
-  // A whole block of both slots in a local (see float_block_sum_acc).
+  // A whole block of both slots in a local (see float_block_sum_acc). Each
+  // slot's block runs as two chains (its even and odd registers), merged
+  // at the end: a Welford chain is a subtract and a multiply-add deep, and
+  // two chains per row left LayerNorm's statistics pass latency-bound.
   struct block {
-    simd::f32v nf[slots] = {}, mean[slots] = {}, m2[slots] = {};
+    simd::f32v mean[slots][2] = {}, m2[slots][2] = {};
     template <int S>
     FUSEX_HOST_INLINE void add(const simd::f32v& v, int k) {
-      update(nf[S], mean[S], m2[S], v, k);
+      update(mean[S][k & 1], m2[S][k & 1], v, k >> 1);
     }
   };
   FUSEX_HOST_INLINE void add_block(const block& b) {
+    // Chan's update of equal halves (block_registers / 2 each): the mean
+    // is the midpoint, and na * nb / n is a quarter of the block.
+    constexpr float quarter = static_cast<float>(block_registers) / 4;
     for (int j = 0; j < slots; ++j) {
-      nonfinite[j] += b.nf[j];
-      merge(j, b.mean[j], b.m2[j], block_registers);
+      const simd::f32v d = b.mean[j][1] - b.mean[j][0];
+      merge(j, (b.mean[j][0] + b.mean[j][1]) * 0.5f, b.m2[j][0] + b.m2[j][1] + d * d * quarter, block_registers);
     }
   }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int cnt) {
@@ -284,12 +288,17 @@ struct float_moments_acc {
     }
     return RD::combine(state{cnt, m[0], q[0]}, rest);
   }
-  // Is the moments' mean exact in kind? An infinity makes the lanes' means
-  // NaN (inf - inf in the update); the mean is then summed again instead.
+  // Is the moments' mean exact in kind? An infinity or NaN makes its lanes'
+  // means NaN or infinite for good (inf - inf in the update, NaN - x in
+  // every merge after), so a lane's merged mean that is not finite flags it
+  // (as does an overflow of v - mean, which the exact sum then handles);
+  // the mean is then summed again instead. Checked once per row, not per
+  // register. Call after finish().
   bool mean_valid() const {
     for (int j = 0; j < slots; ++j)
-      for (int l = 0; l < V; ++l)
-        if (nonfinite[j][l] != 0.0f || nonfinite[j][l] != nonfinite[j][l]) return false;
+      for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < V / 2; ++l)
+          if (!(dmean[j][h][l] - dmean[j][h][l] == 0.0)) return false;
     return true;
   }
 };

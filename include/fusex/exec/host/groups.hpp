@@ -265,9 +265,13 @@ consteval bool nonnegative_terms() {
 }
 template <class C, int M>
 inline constexpr bool block_sum = coarse_reduction<C, M>() || nonnegative_terms<C, M>();
-// Exact: the row sums again in f64 lanes (an f32 block overflowed).
+// Exact: the row sums again in f64 lanes (an f32 block overflowed), and
+// Welford's moments run in f64, a lane at a time (the f32 difference of two
+// finite values, or its square, overflowed).
 template <class C, int M, bool Exact = false>
-using host_row_acc = row_acc<host_reducer<C, M>, !Exact && block_sum<C, M>>;
+using host_row_acc = std::conditional_t<Exact && acc_kind<host_reducer<C, M>, false>() == 3,
+                                        generic_acc<host_reducer<C, M>>,
+                                        row_acc<host_reducer<C, M>, !Exact && block_sum<C, M>>>;
 // (Column tiles keep f64 states for the non-negative sums, whose f32 tiles
 // would gain little: each position is its own chain there.)
 template <class C, int M, bool Exact = false>
@@ -275,9 +279,14 @@ using host_column_acc = column_acc<host_reducer<C, M>, !Exact && coarse_reductio
 
 // Did reduction M's f32 blocks overflow where the f64 sum they stand for
 // may not have (an infinity or NaN came out)? Then the row sums it again
-// in f64 lanes, which give the reference's value, infinite or not.
+// in f64, which gives the reference's value, infinite or not. Welford's
+// f32 moments overflow too: v - mean of two finite values past 1.7e38, or
+// its square past 1.8e19.
 template <class C, int M>
-inline constexpr bool may_overflow = acc_kind<host_reducer<C, M>, block_sum<C, M>>() == 4;
+inline constexpr bool may_overflow = acc_kind<host_reducer<C, M>, block_sum<C, M>>() == 4 ||
+                                     acc_kind<host_reducer<C, M>, block_sum<C, M>>() == 3;
+inline bool finite_state(double s) { return s - s == 0; }
+inline bool finite_state(const codegen::moments<double>& s) { return s.mean - s.mean == 0 && s.m2 - s.m2 == 0; }
 
 // An earlier full var_mean of the group over the same operand and axis as
 // mean-only var_mean m (LayerNorm's mean beside its variance): its local,
@@ -362,7 +371,7 @@ struct row_sink {
   // registers outside whole blocks, where GCC keeps them in registers. The
   // f64 lanes of sums stay on the stack either way, and the copy only cost
   // (RMSNorm's forward 15% slower).
-  static constexpr bool local = ((acc_kind<host_reducer<C, Ms>, block_sum<C, Ms>>() == 3) && ...);
+  static constexpr bool local = !Exact && ((acc_kind<host_reducer<C, Ms>, block_sum<C, Ms>>() == 3) && ...);
   std::tuple<host_row_acc<C, Ms, Exact>...> acc;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
@@ -392,6 +401,8 @@ struct row_block_sink : row_reduce_sink<C, Ms...> {
   FUSEX_HOST_INLINE void run_block(const E& e, idx_t i) {
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       std::tuple<typename host_row_acc<C, Ms>::block...> part;
+      // unrolled: a block may keep several chains per slot, picked by k
+#pragma GCC unroll 16
       for (int k = 0; k < block_registers; ++k) {
         const idx_t at = i + 2 * k * V;
         (std::get<J>(part).template add<0>(e.template root<static_cast<int>(J), mode::fast, false>(at, V), k), ...);
@@ -434,7 +445,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
               auto& acc = std::get<J>(sink.acc);
               auto s = acc.finish();
               if constexpr (may_overflow<C, M>) {
-                if (!(s - s == 0)) {
+                if (!finite_state(s)) {
                   engine<C, forest<C, false, Q::operand(M, 0)>> ex{a, red, {}};
                   row_sink<C, true, M> exact;
                   ex.run(c, rd, 0, L, exact);
