@@ -120,20 +120,23 @@ template <class F, class... C>
 inline F horner(F t, float c0, C... rest) {
   return c0 + t * horner(t, rest...);
 }
-// Round to nearest integer (|v| < 2^22) without a library call.
-template <class F>
-inline F round_int(F v) {
-  const float magic = 12582912.0f;  // 1.5 * 2^23
-  return (v + magic) - magic;
-}
+// Round to nearest, ties to even (the default rounding mode). The argument
+// is rounded to float first on every path: an add of 1.5 * 2^23 and its
+// subtraction would let the compiler fuse a product into the add (RNE of
+// the exact product), which one instruction on lanes cannot match.
+inline float round_int(float v) { return std::nearbyint(v); }
 // y * 2^n for integral n in [-252, 254], in two steps so neither factor
-// overflows and results near the float range limits stay exact.
-template <class F>
-inline F scale2(F y, F n) {
+// overflows; the second rounds once, to the correctly rounded product,
+// subnormal or not.
+inline float scale2(float y, float n) {
   const auto k = to_i32(n);
   const auto k1 = k >> 1, k2 = k - k1;
   return (y * bits_to_float(as_u32(k1 + 127) << 23)) * bits_to_float(as_u32(k2 + 127) << 23);
 }
+#if FUSEX_HOST_SIMD
+inline f32v round_int(f32v v) { return simd::round_even(v); }
+inline f32v scale2(f32v y, f32v n) { return simd::scale_pow2(y, n); }
+#endif
 // e^r for |r| <= ln2 / 2
 template <class F>
 inline F exp_core(F r) {

@@ -106,6 +106,37 @@ inline f32v min_else_second(f32v a, f32v b) {
 #endif
 }
 
+// Each lane rounded to the nearest integer, ties to even (one instruction
+// where there is one; otherwise an add and a subtract of 1.5 * 2^23, exact
+// for |v| < 2^22, which is all math.hpp asks of it).
+inline f32v round_even(f32v v) {
+#if defined(__AVX512F__)
+  return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif defined(__AVX__)
+  return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif defined(__SSE4_1__)
+  return _mm_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+  // no FMA on such targets, so the add cannot absorb a product of v's
+  const f32v magic = splat(12582912.0f);
+  return (v + magic) - magic;
+#endif
+}
+
+// y * 2^n, lane by lane, for integral n in [-252, 254], correctly rounded
+// (subnormal results included). AVX-512's scalef is one instruction for
+// what is otherwise two exponent constructions and two multiplies, whose
+// first is exact and second rounds once: the same bits.
+inline f32v scale_pow2(f32v y, f32v n) {
+#if defined(__AVX512F__)
+  return _mm512_scalef_ps(y, n);
+#else
+  const i32v k = __builtin_convertvector(n, i32v);
+  const i32v k1 = k >> 1, k2 = k - k1;
+  return (y * reinterpret_cast<f32v>((k1 + 127) << 23)) * reinterpret_cast<f32v>((k2 + 127) << 23);
+#endif
+}
+
 // The upper 16 bits of each lane (values below 2^32 >> 16, so a saturating
 // pack is exact).
 inline u16v upper_halves(u32v r) {
