@@ -128,14 +128,19 @@ inline float round_int(float v) { return std::nearbyint(v); }
 // y * 2^n for integral n in [-252, 254], in two steps so neither factor
 // overflows; the second rounds once, to the correctly rounded product,
 // subnormal or not.
-inline float scale2(float y, float n) {
+template <class F>
+inline F scale2(F y, F n) {
   const auto k = to_i32(n);
   const auto k1 = k >> 1, k2 = k - k1;
   return (y * bits_to_float(as_u32(k1 + 127) << 23)) * bits_to_float(as_u32(k2 + 127) << 23);
 }
 #if FUSEX_HOST_SIMD
 inline f32v round_int(f32v v) { return simd::round_even(v); }
-inline f32v scale2(f32v y, f32v n) { return simd::scale_pow2(y, n); }
+#if defined(__AVX512F__)
+// scalef: one instruction for the two exponent constructions and
+// multiplies above, correctly rounded as they are, so the same bits.
+inline f32v scale2(f32v y, f32v n) { return _mm512_scalef_ps(y, n); }
+#endif
 #endif
 // e^r for |r| <= ln2 / 2
 template <class F>

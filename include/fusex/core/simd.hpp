@@ -123,20 +123,6 @@ inline f32v round_even(f32v v) {
 #endif
 }
 
-// y * 2^n, lane by lane, for integral n in [-252, 254], correctly rounded
-// (subnormal results included). AVX-512's scalef is one instruction for
-// what is otherwise two exponent constructions and two multiplies, whose
-// first is exact and second rounds once: the same bits.
-inline f32v scale_pow2(f32v y, f32v n) {
-#if defined(__AVX512F__)
-  return _mm512_scalef_ps(y, n);
-#else
-  const i32v k = __builtin_convertvector(n, i32v);
-  const i32v k1 = k >> 1, k2 = k - k1;
-  return (y * reinterpret_cast<f32v>((k1 + 127) << 23)) * reinterpret_cast<f32v>((k2 + 127) << 23);
-#endif
-}
-
 // The upper 16 bits of each lane (values below 2^32 >> 16, so a saturating
 // pack is exact).
 inline u16v upper_halves(u32v r) {
