@@ -257,6 +257,11 @@ TEST_CASE("host float math is within its stated ulps of the double result over t
   check_ulps("log", [](float x) { return m::log(x); }, [](double x) { return std::log(x); }, 0.0, 2.0);
   check_ulps("log1p", [](float x) { return m::log1p(x); }, [](double x) { return std::log1p(x); }, -1.0, 4.0);
   check_ulps("erf", [](float x) { return m::erf(x); }, [](double x) { return std::erf(x); }, all, 7.0);
+  // both erf forms, whichever one this build's m::erf is
+  check_ulps("erf by table", [](float x) { return m::detail::erf_by_table(x); }, [](double x) { return std::erf(x); },
+             all, 2.5);
+  check_ulps("erf rational", [](float x) { return m::detail::erf_rational(x); }, [](double x) { return std::erf(x); },
+             all, 7.0);
   check_ulps("tanh", [](float x) { return m::tanh(x); }, [](double x) { return std::tanh(x); }, all, 1.5);
   check_ulps("sigmoid", [](float x) { return m::sigmoid(x); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
              all, 3.5);
