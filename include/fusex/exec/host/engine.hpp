@@ -706,9 +706,9 @@ struct engine {
     idx_t start, n;
     bool fast;
   };
-  static std::vector<bound_segment>& segment_cache(int which) {
-    thread_local std::vector<bound_segment> cache[2];
-    return cache[which];
+  static std::vector<bound_segment>& second_row_cache() {
+    thread_local std::vector<bound_segment> cache;
+    return cache;
   }
   // The bytes of one lane of leaf S (0: not read from memory with lanes).
   template <int S>
@@ -741,7 +741,9 @@ struct engine {
     idx_t bytes;
   };
   struct replay_plan {
-    std::vector<row_step> steps;
+    std::vector<bound_segment> segs;  // the first rows' segments, run after run
+    std::vector<std::size_t> begin;   // run i's segments: [begin[i], begin[i + 1])
+    std::vector<row_step> steps;      // one per segment
     std::vector<prefetch_stream> streams;
   };
   static replay_plan& replay_cache() {
@@ -790,6 +792,9 @@ struct engine {
   }
   FUSEX_HOST_INLINE void collect(idx_t* c, int r, idx_t c0, idx_t c1, std::vector<bound_segment>& out) {
     out.clear();
+    append_segments(c, r, c0, c1, out);
+  }
+  FUSEX_HOST_INLINE void append_segments(idx_t* c, int r, idx_t c0, idx_t c1, std::vector<bound_segment>& out) {
     idx_t s = c0;
     while (s < c1) {
       idx_t n = c1 - s;
@@ -800,7 +805,8 @@ struct engine {
     }
   }
 
-  // nrows rows from c, consecutive along outer axis d, each over [c0, c1).
+  // nrows rows from c, consecutive along outer axis d, each over [c0, c1);
+  // with ne > 1, as many such runs at consecutive coordinates along axis e.
   // Where no segment boundary, selection or one-value instance depends on d
   // (forest::steppable), the first row's segments are bound once and every
   // row replays them with its pointers moved by a constant delta per row
@@ -808,94 +814,156 @@ struct engine {
   // dozens of segments is bound once per run of rows instead of per row,
   // and a write's rows go in tiles, segment by segment.
   template <class Sink>
-  FUSEX_HOST_INLINE void run_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink) {
-    const idx_t cd = d >= 0 ? c[d] : 0;
-    bool step = nrows >= 3 && Fo::steppable(d);
-    if (step) {
-      auto& first = segment_cache(0);
-      auto& second = segment_cache(1);
-      collect(c, r, c0, c1, first);
-      c[d] = cd + 1;
-      collect(c, r, c0, c1, second);
-      step = first.size() == second.size();
-      for (std::size_t j = 0; step && j < first.size(); ++j)
-        step = first[j].start == second[j].start && first[j].n == second[j].n && first[j].fast == second[j].fast &&
-               std::equal(std::begin(first[j].b.sel), std::end(first[j].b.sel), std::begin(second[j].b.sel));
-      if (step) {
-        auto& plan = replay_cache();
-        auto& steps = plan.steps;
-        auto& streams = plan.streams;
-        steps.resize(first.size());
-        streams.clear();
-        for (std::size_t j = 0; j < first.size(); ++j)
-          for (int k = 0; k < Fo::nleaf; ++k) {
-            // as integers: a leaf the segment does not use may hold any value
-            const auto& f = first[j].b.leaf[k];
-            const auto& g = second[j].b.leaf[k];
-            const auto p0 = reinterpret_cast<std::uintptr_t>(f.p), p1 = reinterpret_cast<std::uintptr_t>(g.p);
-            const auto delta = static_cast<std::intptr_t>(p1 - p0);
-            steps[j].dp[k] = delta;
-            steps[j].db[k] = g.base - f.base;
-            const std::intptr_t far = delta < 0 ? -delta : delta;
-            const idx_t bytes = first[j].n * leaf_sizes[k];
-            if (first[j].fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
-              add_stream(streams, p0, delta, bytes);
-          }
-        // segment j of the run's row `row`, bound by replaying the first row's
-        const auto bind_row = [&](std::size_t j, idx_t row) FUSEX_HOST_LAMBDA {
-          b = first[j].b;
-          step_leaves(steps[j], row);
-          c[d] = cd + row;
-          c[r - 1] = first[j].start;
-          sink.bind(*this, c);
-        };
-        if constexpr (requires(Sink& s) {
-                        Sink::rows_any_order;
-                        s.advance(std::intptr_t{});
-                      }) {
-          // A sink that takes rows in any order and moves a constant step
-          // per row (a write): rows in tiles, segment by segment, each
-          // segment over a tile's rows in one call (run_segment_rows). A
-          // RoPE row's rotated halves are 16 lanes each: binding them per
-          // row cost more than their arithmetic. The tile keeps a segment's
-          // rows in L1 until the next segment completes their lines.
-          c[d] = cd + 1;
-          c[r - 1] = first[0].start;
-          sink.bind(*this, c);
-          const auto a1 = reinterpret_cast<std::uintptr_t>(sink.address());
-          c[d] = cd;
-          sink.bind(*this, c);
-          const auto dsink = static_cast<std::intptr_t>(a1 - reinterpret_cast<std::uintptr_t>(sink.address()));
-          const idx_t tile = rows_per_tile(dsink);
-          if (!streams.empty())
-            for (idx_t row = 0; row < tile && row < nrows; ++row) prefetch_row(streams, row);
-          for (idx_t r0 = 0; r0 < nrows; r0 += tile) {
-            const idx_t r1 = r0 + tile < nrows ? r0 + tile : nrows;
-            if (!streams.empty())
-              for (idx_t row = r1; row < r1 + tile && row < nrows; ++row) prefetch_row(streams, row);
-            for (std::size_t j = 0; j < first.size(); ++j) {
-              bind_row(j, r0);
-              run_segment_rows(first[j].n, first[j].fast && sink.contiguous(), r1 - r0, steps[j], dsink, sink);
-            }
-          }
-        } else {
-          for (idx_t row = 0; row < nrows; ++row) {
-            if (!streams.empty() && row + prefetch_rows < nrows) prefetch_row(streams, row + prefetch_rows);
-            for (std::size_t j = 0; j < first.size(); ++j) {
-              bind_row(j, row);
-              run_segment(first[j].n, first[j].fast && sink.contiguous(), sink);
-            }
-          }
-        }
-        c[d] = cd;
+  FUSEX_HOST_INLINE void run_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink, int e = -1,
+                                  idx_t ne = 1) {
+    constexpr bool tiled = requires(Sink& s) {
+      Sink::rows_any_order;
+      s.advance(std::intptr_t{});
+    };
+    if (nrows >= 3 && Fo::steppable(d)) {
+      if constexpr (tiled) {
+        if (run_tiles(c, r, d, nrows, c0, c1, sink, e, ne)) return;
+      } else if (ne == 1 && replay_rows(c, r, d, nrows, c0, c1, sink)) {
         return;
       }
     }
-    for (idx_t row = 0; row < nrows; ++row) {
-      if (d >= 0) c[d] = cd + row;
-      run(c, r, c0, c1, sink);
+    const idx_t cd = d >= 0 ? c[d] : 0, ce = e >= 0 ? c[e] : 0;
+    for (idx_t i = 0; i < ne; ++i) {
+      if (e >= 0) c[e] = ce + i;
+      for (idx_t row = 0; row < nrows; ++row) {
+        if (d >= 0) c[d] = cd + row;
+        run(c, r, c0, c1, sink);
+      }
     }
     if (d >= 0) c[d] = cd;
+    if (e >= 0) c[e] = ce;
+  }
+
+  // Binds the first two rows of each run (run i at c[e] + i) into the
+  // replay plan: false where a second row's segments differ from its first
+  // row's (a boundary that moves with d), and nothing may replay.
+  FUSEX_HOST_INLINE bool plan_replay(idx_t* c, int r, int d, idx_t c0, idx_t c1, int e, idx_t ne) {
+    const idx_t cd = c[d], ce = e >= 0 ? c[e] : 0;
+    auto& plan = replay_cache();
+    plan.segs.clear();
+    plan.begin.clear();
+    plan.steps.clear();
+    plan.streams.clear();
+    auto& second = second_row_cache();
+    bool same = true;
+    for (idx_t i = 0; i < ne && same; ++i) {
+      if (e >= 0) c[e] = ce + i;
+      c[d] = cd;
+      const std::size_t at = plan.segs.size();
+      plan.begin.push_back(at);
+      append_segments(c, r, c0, c1, plan.segs);
+      c[d] = cd + 1;
+      collect(c, r, c0, c1, second);
+      same = second.size() == plan.segs.size() - at;
+      for (std::size_t j = 0; same && j < second.size(); ++j) {
+        const auto& f = plan.segs[at + j];
+        const auto& g = second[j];
+        same = f.start == g.start && f.n == g.n && f.fast == g.fast &&
+               std::equal(std::begin(f.b.sel), std::end(f.b.sel), std::begin(g.b.sel));
+      }
+      for (std::size_t j = 0; same && j < second.size(); ++j) {
+        const auto& first = plan.segs[at + j];
+        row_step st{};
+        for (int k = 0; k < Fo::nleaf; ++k) {
+          // as integers: a leaf the segment does not use may hold any value
+          const auto& f = first.b.leaf[k];
+          const auto& g = second[j].b.leaf[k];
+          const auto p0 = reinterpret_cast<std::uintptr_t>(f.p), p1 = reinterpret_cast<std::uintptr_t>(g.p);
+          const auto delta = static_cast<std::intptr_t>(p1 - p0);
+          st.dp[k] = delta;
+          st.db[k] = g.base - f.base;
+          const std::intptr_t far = delta < 0 ? -delta : delta;
+          const idx_t bytes = first.n * leaf_sizes[k];
+          if (first.fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
+            add_stream(plan.streams, p0, delta, bytes);
+        }
+        plan.steps.push_back(st);
+      }
+    }
+    plan.begin.push_back(plan.segs.size());
+    c[d] = cd;
+    if (e >= 0) c[e] = ce;
+    return same;
+  }
+
+  // Segment j of the plan at row `row` of its run, bound by replaying the
+  // run's first row (c[e] already at the run's coordinate).
+  template <class Sink>
+  FUSEX_HOST_INLINE void bind_row(const replay_plan& plan, std::size_t j, idx_t* c, int r, int d, idx_t cd, idx_t row,
+                                  Sink& sink) {
+    b = plan.segs[j].b;
+    step_leaves(plan.steps[j], row);
+    c[d] = cd + row;
+    c[r - 1] = plan.segs[j].start;
+    sink.bind(*this, c);
+  }
+
+  // A sink that takes rows in any order and moves a constant step per row
+  // (a write): rows in tiles, segment by segment, each segment over a
+  // tile's rows in one call (run_segment_rows). A RoPE row's rotated halves
+  // are 16 lanes each: binding them per row cost more than their
+  // arithmetic. The tile keeps a segment's rows in L1 until the next
+  // segment completes their lines. With several runs (ne > 1), a tile of
+  // rows goes through every run before the next tile: the runs of a qkv
+  // split's heads read neighbouring bytes of the same qkv rows (and the
+  // heads of one query group the same bytes), which then come from the
+  // cache once the first run has read them, where a run after run order
+  // read every qkv row again from memory for each head.
+  template <class Sink>
+  FUSEX_HOST_INLINE bool run_tiles(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink, int e,
+                                   idx_t ne) {
+    if (!plan_replay(c, r, d, c0, c1, e, ne)) return false;
+    const auto& plan = replay_cache();
+    const idx_t cd = c[d], ce = e >= 0 ? c[e] : 0;
+    c[d] = cd + 1;
+    c[r - 1] = plan.segs[0].start;
+    sink.bind(*this, c);
+    const auto a1 = reinterpret_cast<std::uintptr_t>(sink.address());
+    c[d] = cd;
+    sink.bind(*this, c);
+    const auto dsink = static_cast<std::intptr_t>(a1 - reinterpret_cast<std::uintptr_t>(sink.address()));
+    const idx_t tile = rows_per_tile(dsink);
+    const auto& streams = plan.streams;
+    if (!streams.empty())
+      for (idx_t row = 0; row < tile && row < nrows; ++row) prefetch_row(streams, row);
+    for (idx_t r0 = 0; r0 < nrows; r0 += tile) {
+      const idx_t r1 = r0 + tile < nrows ? r0 + tile : nrows;
+      if (!streams.empty())
+        for (idx_t row = r1; row < r1 + tile && row < nrows; ++row) prefetch_row(streams, row);
+      for (idx_t i = 0; i < ne; ++i) {
+        if (e >= 0) c[e] = ce + i;
+        for (std::size_t j = plan.begin[i]; j < plan.begin[i + 1]; ++j) {
+          bind_row(plan, j, c, r, d, cd, r0, sink);
+          run_segment_rows(plan.segs[j].n, plan.segs[j].fast && sink.contiguous(), r1 - r0, plan.steps[j], dsink,
+                           sink);
+        }
+      }
+    }
+    c[d] = cd;
+    if (e >= 0) c[e] = ce;
+    return true;
+  }
+
+  // Any other sink (a reduction's): row by row, each row's segments in turn.
+  template <class Sink>
+  FUSEX_HOST_INLINE bool replay_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink) {
+    if (!plan_replay(c, r, d, c0, c1, -1, 1)) return false;
+    const auto& plan = replay_cache();
+    const idx_t cd = c[d];
+    for (idx_t row = 0; row < nrows; ++row) {
+      if (!plan.streams.empty() && row + prefetch_rows < nrows) prefetch_row(plan.streams, row + prefetch_rows);
+      for (std::size_t j = 0; j < plan.segs.size(); ++j) {
+        bind_row(plan, j, c, r, d, cd, row, sink);
+        run_segment(plan.segs[j].n, plan.segs[j].fast && sink.contiguous(), sink);
+      }
+    }
+    c[d] = cd;
+    return true;
   }
 
   // The one element at coordinates c.

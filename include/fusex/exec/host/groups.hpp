@@ -72,11 +72,13 @@ inline void* scratch(std::size_t bytes) {
 inline constexpr idx_t parallel_threshold = idx_t{1} << 15;
 
 // The rows of a space of extents ext (rank r >= 1), each cut into k pieces
-// of `chunk` positions: piece(c, c0, c1, n, d) for n rows from coordinates c
-// consecutive along outer axis d (c[r - 1] free; n = 1 when rows are cut).
-// Rows go in the order `order` gives the outer axes (outermost first).
-// Threads take contiguous ranges of pieces and step the coordinates like an
-// odometer.
+// of `chunk` positions: piece(c, c0, c1, n, d, e, m) for n rows from
+// coordinates c consecutive along outer axis d, and m such runs consecutive
+// along the next outer axis e where whole runs follow each other in a
+// thread's share (c[r - 1] free; n = 1 when rows are cut; m = 1, e = -1
+// otherwise). Rows go in the order `order` gives the outer axes (outermost
+// first). Threads take contiguous ranges of pieces and step the
+// coordinates like an odometer.
 template <class Piece>
 void for_each_piece(const idx_t* ext, int r, int threads, const int* order, const Piece& piece) {
   idx_t rows = 1;
@@ -97,8 +99,11 @@ void for_each_piece(const idx_t* ext, int r, int threads, const int* order, cons
   idx_t chunk = (L + k - 1) / k;
   chunk = (chunk + V - 1) / V * V;
   k = (L + chunk - 1) / chunk;
-  // the innermost axis of the order: rows along it come in runs
+  // the innermost axis of the order: rows along it come in runs, and runs
+  // along the next one in groups of at most max_runs
   const int d = r >= 2 ? order[r - 2] : -1;
+  const int e = r >= 3 ? order[r - 3] : -1;
+  constexpr idx_t max_runs = 64;
   split_among_threads(rows * k, nt, [&](idx_t begin, idx_t end) {
     if (begin >= end) return;
     idx_t c[max_rank] = {};
@@ -111,16 +116,23 @@ void for_each_piece(const idx_t* ext, int r, int threads, const int* order, cons
     idx_t it = begin;
     while (it < end) {
       idx_t run = 1;
+      idx_t runs = 1;
       if (k == 1 && d >= 0) {
         run = ext[d] - c[d];
         if (run > end - it) run = end - it;
-        piece(c, 0, L, run, d);
-        c[d] += run - 1;  // the run's last row; the odometer steps past it
+        if (e >= 0 && run == ext[d]) {
+          runs = (end - it) / run;
+          if (runs > ext[e] - c[e]) runs = ext[e] - c[e];
+          if (runs > max_runs) runs = max_runs;
+        }
+        piece(c, 0, L, run, d, runs > 1 ? e : -1, runs);
+        c[d] += run - 1;  // the last run's last row; the odometer steps past it
+        if (runs > 1) c[e] += runs - 1;
       } else {
         const idx_t c0 = part * chunk, c1 = c0 + chunk < L ? c0 + chunk : L;
-        piece(c, c0, c1, idx_t{1}, d);
+        piece(c, c0, c1, idx_t{1}, d, -1, idx_t{1});
       }
-      it += run;
+      it += run * runs;
       if (++part == k) {
         part = 0;
         for (int j = r - 2; j >= 0; --j) {
@@ -188,11 +200,11 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
 // whole evaluation inlines into the row loop, its lanes in registers).
 template <class C, bool Dense, int W>
 FUSEX_HOST_FLATTEN void write_piece(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t c0, idx_t c1, idx_t nrows,
-                                    int d) {
+                                    int d, int e, idx_t runs) {
   using Fo = forest<C, Dense, prog<C>::write_local(W)>;
-  engine<C, Fo> e{a, red, {}};
+  engine<C, Fo> en{a, red, {}};
   write_sink<C, W> sink;
-  e.run_rows(c, prog<C>::rank(prog<C>::write_local(W)), d, nrows, c0, c1, sink);
+  en.run_rows(c, prog<C>::rank(prog<C>::write_local(W)), d, nrows, c0, c1, sink, e, runs);
 }
 
 // Write W over its whole domain.
@@ -217,8 +229,8 @@ void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
       write_sink<C, W> sink;
       row_order(e, sink, ext, r, order);
     }
-    for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1, idx_t n, int d) {
-      write_piece<C, Dense, W>(a, red, c, c0, c1, n, d);
+    for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1, idx_t n, int d, int e, idx_t runs) {
+      write_piece<C, Dense, W>(a, red, c, c0, c1, n, d, e, runs);
     });
   }
 }
