@@ -818,7 +818,15 @@ struct engine {
       idx_t n = c1 - s;
       c[r - 1] = s;
       bind_roots(c, n);
-      out.push_back(bound_segment{b, s, n, lanes_contiguous()});
+      // word by word, as bind_row copies it back: b's fields were just
+      // stored one by one, and a wider load of them waits for every store
+      // before it to complete
+      out.emplace_back();
+      auto& seg = out.back();
+      copy_words(seg.b, b);
+      seg.start = s;
+      seg.n = n;
+      seg.fast = lanes_contiguous();
       s += n;
     }
   }
