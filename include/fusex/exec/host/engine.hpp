@@ -723,6 +723,12 @@ struct engine {
     binding<Fo> b;
     idx_t start, n;
     bool fast;
+    // b copied word by word, in place (no zeroed or stacked copy first), as
+    // bind_row copies it back: the binding's fields were just stored one by
+    // one, and a wider load of them waits for every store before it
+    bound_segment(const binding<Fo>& from, idx_t s, idx_t len, bool f) : start(s), n(len), fast(f) {
+      copy_words(b, from);
+    }
   };
   static std::vector<bound_segment>& second_row_cache() {
     thread_local std::vector<bound_segment> cache;
@@ -818,15 +824,7 @@ struct engine {
       idx_t n = c1 - s;
       c[r - 1] = s;
       bind_roots(c, n);
-      // word by word, as bind_row copies it back: b's fields were just
-      // stored one by one, and a wider load of them waits for every store
-      // before it to complete
-      out.emplace_back();
-      auto& seg = out.back();
-      copy_words(seg.b, b);
-      seg.start = s;
-      seg.n = n;
-      seg.fast = lanes_contiguous();
+      out.emplace_back(b, s, n, lanes_contiguous());
       s += n;
     }
   }
@@ -894,7 +892,7 @@ struct engine {
       }
       for (std::size_t j = 0; same && j < second.size(); ++j) {
         const auto& first = plan.segs[at + j];
-        row_step st{};
+        auto& st = plan.steps.emplace_back();  // filled in place: no copy of just stored fields
         for (int k = 0; k < Fo::nleaf; ++k) {
           // as integers: a leaf the segment does not use may hold any value
           const auto& f = first.b.leaf[k];
@@ -908,7 +906,6 @@ struct engine {
           if (first.fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
             add_stream(plan.streams, p0, delta, bytes);
         }
-        plan.steps.push_back(st);
       }
     }
     plan.begin.push_back(plan.segs.size());
