@@ -61,8 +61,9 @@ TEST_CASE("host executor: remaps with run-time parameters", "[executor][host]") 
 }
 
 TEST_CASE("host executor: qkv split + RoPE with expanded k and v, on 1 to 3 threads", "[executor][host]") {
-  // 8 heads in 2 groups, head size 64, 16 rotary dimensions; odd T.
-  for (const int T : {37, 34}) {
+  // 8 heads in 2 groups, head size 64, 16 rotary dimensions; odd T, and
+  // runs of heads too short to replay (T 2: each head's rows bound one by one)
+  for (const int T : {37, 34, 2}) {
     const int nh = 8, G = 2, hs = 64, n = 16;  // 2 x 8 x T rows of 64: enough for threads
     auto qkv = random_tensor<fx::bf16, 3>({2, T, (nh + 2 * G) * hs});
     auto cos = random_tensor<fx::bf16, 2>({T, n}), sin = random_tensor<fx::bf16, 2>({T, n});

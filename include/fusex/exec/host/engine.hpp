@@ -840,27 +840,42 @@ struct engine {
   template <class Sink>
   FUSEX_HOST_INLINE void run_rows(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink, int e = -1,
                                   idx_t ne = 1) {
-    constexpr bool tiled = requires(Sink& s) {
-      Sink::rows_any_order;
-      s.advance(std::intptr_t{});
-    };
+    if (ne > 1) {
+      if constexpr (tiled_sink<Sink>)
+        if (nrows >= 3 && Fo::steppable(d) && run_tiles(c, r, d, nrows, c0, c1, sink, e, ne)) return;
+      // some run's rows cannot replay: each run on its own, replaying where
+      // it can
+      const idx_t ce = c[e];
+      for (idx_t i = 0; i < ne; ++i) {
+        c[e] = ce + i;
+        one_run(c, r, d, nrows, c0, c1, sink);
+      }
+      c[e] = ce;
+      return;
+    }
+    one_run(c, r, d, nrows, c0, c1, sink);
+  }
+  template <class Sink>
+  static constexpr bool tiled_sink = requires(Sink& s) {
+    Sink::rows_any_order;
+    s.advance(std::intptr_t{});
+  };
+  // One run of rows.
+  template <class Sink>
+  FUSEX_HOST_INLINE void one_run(idx_t* c, int r, int d, idx_t nrows, idx_t c0, idx_t c1, Sink& sink) {
     if (nrows >= 3 && Fo::steppable(d)) {
-      if constexpr (tiled) {
-        if (run_tiles(c, r, d, nrows, c0, c1, sink, e, ne)) return;
-      } else if (ne == 1 && replay_rows(c, r, d, nrows, c0, c1, sink)) {
+      if constexpr (tiled_sink<Sink>) {
+        if (run_tiles(c, r, d, nrows, c0, c1, sink, -1, 1)) return;
+      } else if (replay_rows(c, r, d, nrows, c0, c1, sink)) {
         return;
       }
     }
-    const idx_t cd = d >= 0 ? c[d] : 0, ce = e >= 0 ? c[e] : 0;
-    for (idx_t i = 0; i < ne; ++i) {
-      if (e >= 0) c[e] = ce + i;
-      for (idx_t row = 0; row < nrows; ++row) {
-        if (d >= 0) c[d] = cd + row;
-        run(c, r, c0, c1, sink);
-      }
+    const idx_t cd = d >= 0 ? c[d] : 0;
+    for (idx_t row = 0; row < nrows; ++row) {
+      if (d >= 0) c[d] = cd + row;
+      run(c, r, c0, c1, sink);
     }
     if (d >= 0) c[d] = cd;
-    if (e >= 0) c[e] = ce;
   }
 
   // Binds the first two rows of each run (run i at c[e] + i) into the
