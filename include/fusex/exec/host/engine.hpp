@@ -878,9 +878,11 @@ struct engine {
     if (d >= 0) c[d] = cd;
   }
 
+  static constexpr std::size_t max_plan_bytes = 128 << 10;
   // Binds the first two rows of each run (run i at c[e] + i) into the
   // replay plan: false where a second row's segments differ from its first
-  // row's (a boundary that moves with d), and nothing may replay.
+  // row's (a boundary that moves with d), or grouped runs' plan outgrows
+  // max_plan_bytes, and nothing may replay.
   FUSEX_HOST_INLINE bool plan_replay(idx_t* c, int r, int d, idx_t c0, idx_t c1, int e, idx_t ne) {
     const idx_t cd = c[d], ce = e >= 0 ? c[e] : 0;
     auto& plan = replay_cache();
@@ -891,6 +893,13 @@ struct engine {
     auto& second = second_row_cache();
     bool same = true;
     for (idx_t i = 0; i < ne && same; ++i) {
+      // Grouped runs of rows of many segments each (a qkv backward's rows
+      // hold dozens) would sweep a plan of megabytes once per tile, out of
+      // L2: they go run by run instead.
+      if (ne > 1 && plan.segs.size() * sizeof(bound_segment) > max_plan_bytes) {
+        same = false;
+        break;
+      }
       if (e >= 0) c[e] = ce + i;
       c[d] = cd;
       const std::size_t at = plan.segs.size();
