@@ -131,6 +131,7 @@ TEST_CASE("host register lanes: every float function agrees with its scalar form
   check_lanes("erf", [](auto x) { return m::erf(x); }, lane_inputs(-6.0f, 6.0f));
   check_lanes("tanh", [](auto x) { return m::tanh(x); }, lane_inputs(-12.0f, 12.0f));
   check_lanes("sigmoid", [](auto x) { return m::sigmoid(x); }, wide);
+  check_lanes("dgelu", [](auto x) { return m::dgelu(x); }, lane_inputs(-12.0f, 12.0f));
   check_lanes("sin", [](auto x) { return m::sin(x); }, wide);
   check_lanes("cos", [](auto x) { return m::cos(x); }, wide);
   check_lanes("abs", [](auto x) { return m::abs(x); }, wide);
@@ -221,8 +222,10 @@ double ulp_of(double exact) {
   if (a < 1.17549435e-38f) return std::ldexp(1.0, -149);
   return std::ldexp(1.0, std::ilogb(a) - 23);
 }
+// floor: the error's unit where the result is small in magnitude, for
+// functions with an absolute error there (dgelu, 1/2 - o near its zero)
 template <class F, class D>
-void check_ulps(const char* name, F f, D exact, double lo, double bound) {
+void check_ulps(const char* name, F f, D exact, double lo, double bound, double floor = 0) {
   double worst = 0;
   float at = 0;
   long special_wrong = 0, n = 0;
@@ -238,7 +241,7 @@ void check_ulps(const char* name, F f, D exact, double lo, double bound) {
       special_wrong += std::isnan(e) ? !std::isnan(got) : got != static_cast<float>(e);
       continue;
     }
-    const double err = std::fabs(static_cast<double>(got) - e) / ulp_of(e);
+    const double err = std::fabs(static_cast<double>(got) - e) / std::max(ulp_of(e), floor);
     if (!(err <= worst)) worst = err, at = x;
   }
   INFO(name << ": worst " << worst << " ulp at " << at << " over " << n << " values; " << special_wrong
@@ -262,6 +265,11 @@ TEST_CASE("host float math is within its stated ulps of the double result over t
              all, 2.5);
   check_ulps("erf rational", [](float x) { return m::detail::erf_rational(x); }, [](double x) { return std::erf(x); },
              all, 7.0);
+  // d gelu / dx: ulps of the result, or units of 2^-24 where it is below 1/2
+  const auto dgelu = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)) + (std::isinf(x) ? 0.0 : x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI)); };
+  check_ulps("dgelu", [](float x) { return m::dgelu(x); }, dgelu, all, 3.5, 0x1p-24);
+  check_ulps("dgelu by table", [](float x) { return m::detail::dgelu_by_table(x); }, dgelu, all, 1.1, 0x1p-24);
+  check_ulps("dgelu from erf and exp", [](float x) { return m::detail::dgelu_formula(x); }, dgelu, all, 3.5, 0x1p-24);
   check_ulps("tanh", [](float x) { return m::tanh(x); }, [](double x) { return std::tanh(x); }, all, 1.5);
   check_ulps("sigmoid", [](float x) { return m::sigmoid(x); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
              all, 3.5);

@@ -25,6 +25,7 @@ UNARY_PROGRAM(tanh)
 UNARY_PROGRAM(sin)
 UNARY_PROGRAM(cos)
 UNARY_PROGRAM(sigmoid)
+UNARY_PROGRAM(dgelu)
 
 #define BINARY_PROGRAM(fn)                                                                          \
   template <class T>                                                                                \
@@ -147,6 +148,9 @@ TEMPLATE_TEST_CASE("unary prims match double formulas", "[prims][elementwise]", 
   check_unary<T>(p_sin<T>, [](double x) { return std::sin(x); }, "sin");
   check_unary<T>(p_cos<T>, [](double x) { return std::cos(x); }, "cos");
   check_unary<T>(p_sigmoid<T>, [](double x) { return 1 / (1 + std::exp(-x)); }, "sigmoid");
+  check_unary<T>(p_dgelu<T>, [](double x) {
+    return std::isinf(x) ? (x > 0 ? 1.0 : 0.0) : 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+  }, "dgelu");
 }
 
 TEMPLATE_TEST_CASE("binary prims match double formulas", "[prims][elementwise]", float, fx::bf16, fx::f16) {

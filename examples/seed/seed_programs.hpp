@@ -49,9 +49,21 @@ constexpr fx::tensor<T, 3> qkv_backward_from_prims(fx::tensor<T, 4> dq, fx::tens
   return fx::reshape(x, {B, Tn, c.n_query_groups * (q_per_kv + 2) * c.head_size});
 }
 
-// dGeLU, exact erf form, bf16 in and out, as Thunder decomposes it.
+// dGeLU, exact erf form, as Thunder decomposes it: erf and exp apart
+// (fusex::ops::gelu_backward uses the one prim dgelu), so that the seed's
+// partitioning problem, a dozen elementwise nodes, stays as it was.
+template <class T, int R>
+constexpr fx::tensor<T, R> gelu_backward_from_prims(fx::tensor<T, R> x, fx::tensor<T, R> dy) {
+  auto xf = fx::convert<float>(x);
+  auto g = fx::convert<float>(dy);
+  auto cdf = 0.5f * (fx::erf(xf * 0.70710678118654752f) + 1.0f);
+  auto pdf = fx::exp(-0.5f * xf * xf) * 0.39894228040143268f;
+  return fx::convert<T>(g * cdf + g * xf * pdf);
+}
+
+// dGeLU, bf16 in and out.
 inline constexpr auto dgelu = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx::bf16, 2> dy) {
-  return fx::ops::gelu_backward(x, dy);
+  return gelu_backward_from_prims(x, dy);
 });
 
 // LitGPT qkv split + RoPE forward with GQA (k, v expanded to n_head heads)
@@ -89,7 +101,7 @@ inline constexpr auto parallel_residual_backward = fx::trace(
        fx::index n_elem) {
       // MLP branch: the GeLU backward between two matmuls
       auto d_act = fx::matmul(dy, w_proj);             // (N, I)
-      auto d_fc = fx::ops::gelu_backward(fc, d_act);   // (N, I)
+      auto d_fc = gelu_backward_from_prims(fc, d_act); // (N, I)
       auto d_mlp = fx::matmul(d_fc, w_fc);             // (N, C)
       // attention branch: the RoPE backward's cat, then the qkv projection
       auto dqkv = qkv_backward_from_prims(dq, dk, dv, cos, sin, {n_head, n_query_groups, head_size, n_elem});

@@ -71,10 +71,16 @@ std::string show(V v) {
 template <class T>
 constexpr auto unary_program = fx::trace([](fx::tensor<T, 2> x) {
   return std::tuple{fx::neg(x),  fx::abs(x),   fx::exp(x),        fx::exp2(x), fx::log(x),  fx::log1p(x), fx::sqrt(x),
-                    fx::rsqrt(x), fx::reciprocal(x), fx::erf(x), fx::tanh(x), fx::sin(x),  fx::cos(x),   fx::sigmoid(x)};
+                    fx::rsqrt(x), fx::reciprocal(x), fx::erf(x), fx::tanh(x), fx::sin(x),  fx::cos(x),   fx::sigmoid(x),
+                    fx::dgelu(x)};
 });
 inline constexpr const char* unary_names[] = {"neg", "abs",  "exp", "exp2", "log", "log1p", "sqrt",
-                                              "rsqrt", "reciprocal", "erf", "tanh", "sin", "cos", "sigmoid"};
+                                              "rsqrt", "reciprocal", "erf", "tanh", "sin", "cos", "sigmoid", "dgelu"};
+// Phi(x) + x phi(x), Phi from erfc for its left tail
+inline double dgelu_formula(double x) {
+  if (std::isinf(x)) return x > 0 ? 1.0 : 0.0;
+  return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+}
 inline double unary_formula(int k, double x) {
   switch (k) {
     case 0: return -x;
@@ -90,7 +96,8 @@ inline double unary_formula(int k, double x) {
     case 10: return std::tanh(x);
     case 11: return std::sin(x);
     case 12: return std::cos(x);
-    default: return 1 / (1 + std::exp(-x));
+    case 13: return 1 / (1 + std::exp(-x));
+    default: return dgelu_formula(x);
   }
 }
 

@@ -18,7 +18,8 @@ host_tensor<T, R> rnd(const fx::extents_array<R>& e, double lo = -2, double hi =
 constexpr auto unary = fx::trace([](fx::tensor<T, 2> a, fx::tensor<T, 2> p) {
   // a: any sign; p: positive (log, sqrt, rsqrt, reciprocal)
   return std::tuple{fx::neg(a), fx::abs(a), fx::exp(a), fx::exp2(a), fx::log(p), fx::log1p(p), fx::sqrt(p),
-                    fx::rsqrt(p), fx::reciprocal(p), fx::erf(a), fx::tanh(a), fx::sin(a), fx::cos(a), fx::sigmoid(a)};
+                    fx::rsqrt(p), fx::reciprocal(p), fx::erf(a), fx::tanh(a), fx::sin(a), fx::cos(a), fx::sigmoid(a),
+                    fx::dgelu(a)};
 });
 
 TEST_CASE("unary prim VJPs match finite differences", "[grad][prims]") {
@@ -28,8 +29,8 @@ TEST_CASE("unary prim VJPs match finite differences", "[grad][prims]") {
   auto p = rnd<2>({3, 4}, 0.3, 3);
   std::tuple<host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>,
              host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>,
-             host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>>
-      cots{rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}),
+             host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>, host_tensor<T, 2>>
+      cots{rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}),
            rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4}), rnd<2>({3, 4})};
   fxt::check_gradients(unary, fx::vjp(unary), std::tuple{a, p}, cots);
 }

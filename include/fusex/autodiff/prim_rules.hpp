@@ -68,6 +68,8 @@ constexpr void prim_vjp(vjp_context<S>& cx, int n) {
     case op_kind::sin: give(0, g * cos(x(0))); break;
     case op_kind::cos: give(0, -(g * sin(x(0)))); break;
     case op_kind::sigmoid: give(0, g * y() * (1.0 - y())); break;
+    // d2 gelu / dx2 = phi(x) (2 - x^2)
+    case op_kind::dgelu: give(0, g * (exp(-0.5 * (x(0) * x(0))) * 0.39894228040143267794) * (2.0 - x(0) * x(0))); break;
     case op_kind::add:
       if (need(0)) give(0, g);
       if (need(1)) give(1, g);

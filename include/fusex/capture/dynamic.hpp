@@ -58,6 +58,7 @@ FUSEX_DYN_UNARY(tanh)
 FUSEX_DYN_UNARY(sin)
 FUSEX_DYN_UNARY(cos)
 FUSEX_DYN_UNARY(sigmoid)
+FUSEX_DYN_UNARY(dgelu)
 #undef FUSEX_DYN_UNARY
 
 constexpr dyn operator-(const dyn& x) { return ew(op_kind::neg, x.dt(), x); }

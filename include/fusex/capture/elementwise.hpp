@@ -93,6 +93,7 @@ FUSEX_UNARY(tanh, tanh, true)
 FUSEX_UNARY(sin, sin, true)
 FUSEX_UNARY(cos, cos, true)
 FUSEX_UNARY(sigmoid, sigmoid, true)
+FUSEX_UNARY(dgelu, dgelu, true)
 #undef FUSEX_UNARY
 
 template <class T, int R>

@@ -27,7 +27,7 @@ enum class op_kind : std::uint8_t {
   pad,
   cat,
   // elementwise unary
-  neg, abs, exp, exp2, log, log1p, sqrt, rsqrt, reciprocal, erf, tanh, sin, cos, sigmoid,
+  neg, abs, exp, exp2, log, log1p, sqrt, rsqrt, reciprocal, erf, tanh, sin, cos, sigmoid, dgelu,
   // elementwise binary
   add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge,
   // elementwise ternary
@@ -50,7 +50,7 @@ FUSEX_HD constexpr op_category category(op_kind k) {
   return op_category::opaque;
 }
 
-FUSEX_HD constexpr bool is_unary(op_kind k) { return k >= op_kind::neg && k <= op_kind::sigmoid; }
+FUSEX_HD constexpr bool is_unary(op_kind k) { return k >= op_kind::neg && k <= op_kind::dgelu; }
 FUSEX_HD constexpr bool is_binary(op_kind k) { return k >= op_kind::add && k <= op_kind::ge; }
 FUSEX_HD constexpr bool is_comparison(op_kind k) { return k >= op_kind::eq && k <= op_kind::ge; }
 // Unary ops that are only defined on floating values; integer inputs promote to f32.
@@ -85,6 +85,7 @@ constexpr const char* name(op_kind k) {
     case op_kind::sin: return "sin";
     case op_kind::cos: return "cos";
     case op_kind::sigmoid: return "sigmoid";
+    case op_kind::dgelu: return "dgelu";
     case op_kind::add: return "add";
     case op_kind::sub: return "sub";
     case op_kind::mul: return "mul";

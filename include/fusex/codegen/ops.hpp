@@ -53,7 +53,8 @@ FUSEX_HD inline T unary(T x) {
     else if constexpr (K == op_kind::tanh) return math::tanh(x);
     else if constexpr (K == op_kind::sin) return math::sin(x);
     else if constexpr (K == op_kind::cos) return math::cos(x);
-    else return math::sigmoid(x);
+    else if constexpr (K == op_kind::sigmoid) return math::sigmoid(x);
+    else return math::dgelu(x);
   } else {
     const unsigned long long u = static_cast<unsigned long long>(x);
     if constexpr (K == op_kind::neg) return static_cast<long long>(0ull - u);

@@ -98,7 +98,7 @@ constexpr auto binary_table(std::index_sequence<I...>) {
     return static_cast<T>(codegen::binary<static_cast<op_kind>(static_cast<int>(op_kind::add) + static_cast<int>(I))>(a, b));
   }...};
 }
-inline constexpr std::size_t num_unary = static_cast<std::size_t>(op_kind::sigmoid) - static_cast<std::size_t>(op_kind::neg) + 1;
+inline constexpr std::size_t num_unary = static_cast<std::size_t>(op_kind::dgelu) - static_cast<std::size_t>(op_kind::neg) + 1;
 inline constexpr std::size_t num_binary = static_cast<std::size_t>(op_kind::ge) - static_cast<std::size_t>(op_kind::add) + 1;
 
 inline double unary_f(op_kind k, double x) {
