@@ -161,7 +161,21 @@ inline void widen(f32v v, f64v& lo, f64v& hi) {
 
 // bf16 <-> f32: the upper half of an IEEE binary32, rounded to nearest
 // even, NaN kept quiet with its sign (bf16::from_float, lane by lane).
+#if defined(__AVX512BW__)
+// word i of a register's lower half to the upper half of lane i (vpermw's
+// index; the lower halves are zeroed by its mask)
+alignas(64) inline constexpr std::uint16_t bf16_spread_index[32] = {
+    0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8, 0, 9, 0, 10, 0, 11, 0, 12, 0, 13, 0, 14, 0, 15};
+#endif
 inline f32v bf16_bits_to_f32(u16v h) {
+#if defined(__AVX512BW__)
+  // one permute of words with zeroing, where a zero-extending move and a
+  // shift took two vector operations (LayerNorm's forward converts three
+  // bf16 operands a register)
+  const __m512i idx = _mm512_load_si512(static_cast<const void*>(bf16_spread_index));
+  return reinterpret_cast<f32v>(
+      _mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, idx, _mm512_zextsi256_si512(reinterpret_cast<__m256i>(h))));
+#else
   // one zero-extending move (GCC 12 splits the generic conversion in halves)
 #if defined(__AVX512F__)
   const u32v u = reinterpret_cast<u32v>(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(h)));
@@ -175,6 +189,7 @@ inline f32v bf16_bits_to_f32(u16v h) {
   const u32v u = __builtin_convertvector(h, u32v);
 #endif
   return reinterpret_cast<f32v>(u << 16);
+#endif
 }
 inline u16v f32_to_bf16_bits_generic(f32v f) {
   const u32v u = reinterpret_cast<u32v>(f);

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "../../codegen/reduce.hpp"
@@ -248,45 +249,59 @@ struct float_moments_acc {
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int cnt) {
     for (int l = 0; l < cnt; ++l) RD::add(rest, v[l]);
   }
-  // Chan's update of (ma, qa) by (mb, qb) with weights fb = nb / n and
-  // fab = na * nb / n; an infinite or NaN mean as RD::combine treats it.
-  static FUSEX_HOST_INLINE void chan(double& ma, double& qa, double mb, double qb, double fb, double fab) {
-    const double d = mb - ma;
-    if (!(d - d == 0.0)) {
-      ma += mb;
-      qa = d - d;
-    } else {
-      ma += d * fb;
-      qa += qb + d * d * fab;
-    }
+  // Chan's update of (ma, qa) by (mb, qb), lane by lane, with weights
+  // fb = nb / n and fab = na * nb / n; an infinite or NaN mean as
+  // RD::combine treats it.
+  static FUSEX_HOST_INLINE void chan(simd::f64v& ma, simd::f64v& qa, const simd::f64v& mb, const simd::f64v& qb,
+                                     double fb, double fab) {
+    const simd::f64v d = mb - ma;
+    const auto finite = d - d == 0.0;
+    const simd::f64v m = ma + d * fb, q = qa + (qb + d * d * fab);
+    ma = finite ? m : ma + mb;
+    qa = finite ? q : d - d;
+  }
+  // Lanes 2i and 2i + 1 of (a, b) as lane i of two registers.
+  template <std::size_t... I>
+  static FUSEX_HOST_INLINE void deal(const simd::f64v& a, const simd::f64v& b, simd::f64v& even, simd::f64v& odd,
+                                     std::index_sequence<I...>) {
+    const simd::f64v e = __builtin_shufflevector(a, b, static_cast<int>(2 * I)...);
+    odd = __builtin_shufflevector(a, b, static_cast<int>(2 * I + 1)...);
+    even = e;  // even may be a or b
   }
   // The lanes of a slot share one count, so the weights of the slot merge
   // and of the lane tree are scalars: one division per row, not one per
   // combine (the scalar combines were a tenth of LayerNorm's forward).
-  // Same order as combine_slots: slot 1 into slot 0 lane by lane, then
-  // the lanes pairwise.
+  // Same order as combine_slots: slot 1 into slot 0 lane by lane, then the
+  // lanes pairwise (l with l + 1, then l with l + 2, ...), each level as
+  // whole registers: the even lanes take the odd ones, dealt apart (lane by
+  // lane, the tree was half of a row's fixed cost in LayerNorm's forward).
   state finish() {
     flush<0>();
     flush<1>();
     if (n[0] == 0) return rest;  // slot 0 takes the first full register
-    double m[V], q[V];
-    for (int h = 0; h < 2; ++h)
-      for (int l = 0; l < V / 2; ++l) m[h * (V / 2) + l] = dmean[0][h][l], q[h * (V / 2) + l] = dm2[0][h][l];
+    simd::f64v m[2] = {dmean[0][0], dmean[0][1]}, q[2] = {dm2[0][0], dm2[0][1]};
     long long cnt = n[0];
     if (n[1] > 0) {
       const long long total = n[0] + n[1];
       const double fb = codegen::weight(static_cast<double>(n[1]), static_cast<double>(total));
       const double fab = static_cast<double>(n[0]) * fb;
-      for (int h = 0; h < 2; ++h)
-        for (int l = 0; l < V / 2; ++l) chan(m[h * (V / 2) + l], q[h * (V / 2) + l], dmean[1][h][l], dm2[1][h][l], fb, fab);
+      for (int h = 0; h < 2; ++h) chan(m[h], q[h], dmean[1][h], dm2[1][h], fb, fab);
       cnt = total;
     }
-    for (int step = 1; step < V; step *= 2) {
-      const double fab = static_cast<double>(cnt) * 0.5;  // equal counts: fb is one half
-      for (int l = 0; l + step < V; l += 2 * step) chan(m[l], q[l], m[l + step], q[l + step], 0.5, fab);
+    constexpr auto half = std::make_index_sequence<V / 2>{};
+    // V lanes in two registers, then V / 2, V / 4, ... in the lower lanes of one
+    simd::f64v mo, qo;
+    deal(m[0], m[1], m[0], mo, half);
+    deal(q[0], q[1], q[0], qo, half);
+    chan(m[0], q[0], mo, qo, 0.5, static_cast<double>(cnt) * 0.5);  // equal counts: fb is one half
+    cnt *= 2;
+    for (int step = 2; step < V; step *= 2) {
+      deal(m[0], m[0], m[0], mo, half);
+      deal(q[0], q[0], q[0], qo, half);
+      chan(m[0], q[0], mo, qo, 0.5, static_cast<double>(cnt) * 0.5);
       cnt *= 2;
     }
-    return RD::combine(state{cnt, m[0], q[0]}, rest);
+    return RD::combine(state{cnt, m[0][0], q[0][0]}, rest);
   }
   // Is the moments' mean exact in kind? An infinity or NaN makes its lanes'
   // means NaN or infinite for good (inf - inf in the update, NaN - x in
