@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -89,6 +90,75 @@ struct reduced {
   const void* const* dense = nullptr;  // by compact reduction index
 };
 
+// Row-invariant 16-bit leaves (forest::staged_leaf), widened to floats. A
+// norm's write read its weight and bias as bf16 in every row, three
+// widenings per register where x needs one; the widening shares its port
+// with the rounding, and LayerNorm's write waited on that port. Each
+// segment's range of such a leaf is widened once per thread and launch and
+// read as floats from then on.
+//
+// Entries are only appended while bindings may point at them: cleared at a
+// new launch (launch_epoch: the inputs may have changed, or a workspace
+// buffer now hold another tensor) and, when large, where the engine starts
+// binding afresh (run, a replay plan, run_one), never under a live binding.
+inline std::atomic<unsigned long long> launch_epoch{0};
+// Called by each group's entry before its threads start.
+inline void new_launch() { launch_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+struct stage_arena {
+  struct entry {
+    const void* src = nullptr;
+    idx_t stride = 0, n = 0;
+    dtype dt = dtype::f32;
+    std::vector<float> buf;  // moved with the entry, its floats stay put
+  };
+  std::vector<entry> entries;
+  std::size_t used = 0, floats = 0;
+  unsigned long long epoch = ~0ull;
+  static constexpr std::size_t max_entries = 64, max_floats = std::size_t{1} << 20;
+
+  static stage_arena& local() {
+    thread_local stage_arena arena;
+    return arena;
+  }
+  // At a point where no binding of this thread points into the arena.
+  void trim() {
+    const unsigned long long now = launch_epoch.load(std::memory_order_relaxed);
+    if (now != epoch || used > max_entries || floats > max_floats) {
+      used = 0;
+      floats = 0;
+      epoch = now;
+    }
+  }
+  // The n elements src[l * stride] of dtype D as floats.
+  template <dtype D>
+  const float* stage(const void* src, idx_t stride, idx_t n) {
+    for (std::size_t j = 0; j < used; ++j) {
+      const entry& e = entries[j];
+      if (e.src == src && e.stride == stride && e.n == n && e.dt == D) return e.buf.data();
+    }
+    if (used == entries.size()) entries.emplace_back();
+    entry& e = entries[used++];
+    e.src = src;
+    e.stride = stride;
+    e.n = n;
+    e.dt = D;
+    e.buf.resize(static_cast<std::size_t>(n > 0 ? n : 1));
+    floats += e.buf.size();
+    float* out = e.buf.data();
+    const auto* p = static_cast<const storage_t<D>*>(src);
+    idx_t l = 0;
+    if (stride == 1) {
+      for (; l + V <= n; l += V) {
+        const dlanes<D> v = load<D, mode::fast>(p + l, 1, V);
+        std::memcpy(out + l, &v, sizeof v);
+      }
+    }
+    for (; l < n; ++l) out[l] = codegen::load_value<D>(src, l * stride);
+    return out;
+  }
+};
+
 template <class C, class Fo>
 struct engine {
   using P = prog<C>;
@@ -105,6 +175,14 @@ struct engine {
   }
   template <int I>
   using root_lanes = dlanes<P::dt(root_of<I>())>;
+
+  // What leaf S holds per lane in memory: a staged leaf's floats, an
+  // input's storage, a dense reduction's values.
+  template <int S>
+  using leaf_value_t =
+      std::conditional_t<Fo::staged_leaf(S), float,
+                         std::conditional_t<P::op(Fo::leaf_member(S)) == op_kind::input,
+                                            storage_t<P::dt(Fo::leaf_member(S))>, vt<P::dt(Fo::leaf_member(S))>>>;
 
   // ---- binding --------------------------------------------------------------
 
@@ -383,7 +461,10 @@ struct engine {
     constexpr dtype D = P::dt(M);
     using T = vt<D>;
     if constexpr (K == op_kind::input) {
-      return load<D, mode::fast>(static_cast<const storage_t<D>*>(b.leaf[Fo::leaf(I, M)].p) + i, 1, V);
+      if constexpr (Fo::staged_leaf(Fo::leaf(I, M)))
+        return load_held<float, mode::fast>(static_cast<const float*>(b.leaf[Fo::leaf(I, M)].p) + i, 1, V);
+      else
+        return load<D, mode::fast>(static_cast<const storage_t<D>*>(b.leaf[Fo::leaf(I, M)].p) + i, 1, V);
     } else if constexpr (K == op_kind::constant || K == op_kind::full) {
       return splat(codegen::to_dtype<D>(P::value(M)));
     } else if constexpr (K == op_kind::index_value) {
@@ -525,7 +606,7 @@ struct engine {
     if constexpr (Fo::rec(I).la < 0) {
       return -1;  // one value for all lanes
     } else if constexpr (K == op_kind::input) {
-      if constexpr (std::is_same_v<storage_t<P::dt(M)>, T>) return Fo::leaf(I, M);
+      if constexpr (std::is_same_v<storage_t<P::dt(M)>, T> && !Fo::staged_leaf(Fo::leaf(I, M))) return Fo::leaf(I, M);
       else return -1;
     } else if constexpr (K == op_kind::cat) {
       const int sel = b.sel[Fo::sel(I, M)];
@@ -576,13 +657,11 @@ struct engine {
     if constexpr (Fo::lane_leaf(S)) {
       auto& lf = b.leaf[S];
       if (lf.p == nullptr) return;  // not bound in this segment
-      constexpr int I = Fo::leaf_instance(S), M = Fo::leaf_member(S);
-      using T = std::conditional_t<P::op(M) == op_kind::input, storage_t<P::dt(M)>, vt<P::dt(M)>>;
+      using T = leaf_value_t<S>;
       const unsigned char* p = static_cast<const unsigned char*>(lf.p);
       for (int l = 0; l < V; ++l)
         std::memcpy(buf + l * sizeof(T), p + (i + (l < n ? l : n - 1)) * lf.stride * static_cast<idx_t>(sizeof(T)), sizeof(T));
       lf.p = buf;
-      (void)I;
     } else if constexpr (Fo::iota_leaf(S)) {
       b.leaf[S].base += i * b.leaf[S].stride;
     }
@@ -598,6 +677,30 @@ struct engine {
     // rows of 64 segments were bound one by one.
     for (int k = 0; k < Fo::nsel; ++k) b.sel[k] = -1;
     unrolled<nroots>([&](auto jj) FUSEX_HOST_LAMBDA { bind<Fo::root_instance(decltype(jj)::value)>(c, 1, limit); });
+    if constexpr (any_staged) stage_leaves(limit);
+  }
+  static consteval bool any_staged_leaf() {
+    for (int s = 0; s < Fo::nleaf; ++s)
+      if (Fo::staged_leaf(s)) return true;
+    return false;
+  }
+  static constexpr bool any_staged = any_staged_leaf();
+  // The bound segment's n lanes of each staged leaf, as floats at unit stride.
+  FUSEX_HOST_INLINE void stage_leaves(idx_t n) {
+    unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA {
+      constexpr int S = decltype(ss)::value;
+      if constexpr (Fo::staged_leaf(S)) {
+        auto& lf = b.leaf[S];
+        if (lf.p == nullptr) return;  // not reached in this segment
+        lf.p = stage_arena::local().template stage<P::dt(Fo::leaf_member(S))>(lf.p, lf.stride, n);
+        lf.stride = 1;
+      }
+    });
+  }
+  // Where binding starts afresh: no binding of this thread points into the
+  // stage arena any more.
+  static FUSEX_HOST_INLINE void trim_stage() {
+    if constexpr (any_staged) stage_arena::local().trim();
   }
   FUSEX_HOST_INLINE bool lanes_contiguous() const {
     bool ok = true;
@@ -707,6 +810,7 @@ struct engine {
   // (c[r - 1] is overwritten), segment by segment, into the sink.
   template <class Sink>
   FUSEX_HOST_INLINE void run(idx_t* c, int r, idx_t c0, idx_t c1, Sink& sink) {
+    trim_stage();
     idx_t s = c0;
     while (s < c1) {
       idx_t n = c1 - s;
@@ -738,9 +842,7 @@ struct engine {
   template <int S>
   static consteval idx_t leaf_bytes() {
     if constexpr (Fo::lane_leaf(S)) {
-      constexpr int M = Fo::leaf_member(S);
-      using T = std::conditional_t<P::op(M) == op_kind::input, storage_t<P::dt(M)>, vt<P::dt(M)>>;
-      return static_cast<idx_t>(sizeof(T));
+      return static_cast<idx_t>(sizeof(leaf_value_t<S>));
     } else {
       return 0;
     }
@@ -750,6 +852,12 @@ struct engine {
     return {leaf_bytes<S>()...};
   }
   static constexpr std::array<idx_t, Fo::nleaf> leaf_sizes = leaf_sizes_of(std::make_integer_sequence<int, Fo::nleaf>{});
+  static consteval std::array<bool, Fo::nleaf> staged_leaves() {
+    std::array<bool, Fo::nleaf> out{};
+    for (int s = 0; s < Fo::nleaf; ++s) out[s] = Fo::staged_leaf(s);
+    return out;
+  }
+  static constexpr std::array<bool, Fo::nleaf> staged = staged_leaves();
 
   // How a run of rows replays its first row: each segment's row_step, and
   // what a row reads far from the previous row's reads: a leaf that moves a
@@ -885,6 +993,7 @@ struct engine {
   // max_plan_bytes, and nothing may replay.
   FUSEX_HOST_INLINE bool plan_replay(idx_t* c, int r, int d, idx_t c0, idx_t c1, int e, idx_t ne) {
     const idx_t cd = c[d], ce = e >= 0 ? c[e] : 0;
+    trim_stage();
     auto& plan = replay_cache();
     plan.segs.clear();
     plan.begin.clear();
@@ -925,6 +1034,9 @@ struct engine {
           const auto delta = static_cast<std::intptr_t>(p1 - p0);
           st.dp[k] = delta;
           st.db[k] = g.base - f.base;
+          // a staged leaf reads one buffer in every row (the arena gives
+          // the second row's range the first row's floats)
+          if (staged[k] && delta != 0) same = false;
           const std::intptr_t far = delta < 0 ? -delta : delta;
           const idx_t bytes = first.n * leaf_sizes[k];
           if (first.fast && bytes > 0 && p0 != 0 && far >= prefetch_min_delta && far >= 2 * bytes)
@@ -1033,6 +1145,7 @@ struct engine {
   // The one element at coordinates c.
   template <class Sink>
   FUSEX_HOST_INLINE void run_one(const idx_t* c, Sink& sink) {
+    trim_stage();
     idx_t n = 1;
     bind_roots(c, n);
     sink.bind(*this, c);

@@ -134,6 +134,7 @@ struct forest {
     int sel[N][NL] = {};      // slot of a cat or pad member's selection, or -1
     int splat[N] = {};        // one-value instances: their value's slot, by class
     int leaf_inst[N * NL] = {}, leaf_mem[N * NL] = {};  // leaf slot -> instance, member
+    unsigned leaf_deps[N * NL] = {};                     // leaf slot -> root axes its address depends on
     int nleaf = 0, nsel = 0, nsplat[3] = {};
     // Root axes along which rows cannot be stepped by constant pointer
     // deltas: a cat, pad or reshape split depends on them (a segment
@@ -163,6 +164,7 @@ struct forest {
       if (memory_leaf(m)) {
         t.leaf_inst[t.nleaf] = me;
         t.leaf_mem[t.nleaf] = m;
+        for (int d = 0; d < P::rank(root); ++d) t.leaf_deps[t.nleaf] |= deps[d];
         t.leaf[me][m] = t.nleaf++;
       }
       if (P::op(m) == op_kind::cat || P::op(m) == op_kind::pad) t.sel[me][m] = t.nsel++;
@@ -250,6 +252,15 @@ struct forest {
     return s < T.nleaf && T.inst[T.leaf_inst[s]].la >= 0 && P::op(T.leaf_mem[s]) != op_kind::iota;
   }
   static consteval bool iota_leaf(int s) { return s < T.nleaf && P::op(T.leaf_mem[s]) == op_kind::iota; }
+  // A 16-bit input read with lanes at the same addresses in every row (a
+  // norm's weight and bias): the engine reads it as floats, widened once
+  // per launch and thread (engine.hpp, stage_arena), not once per row.
+  static consteval bool staged_leaf(int s) {
+    if (!lane_leaf(s) || P::op(T.leaf_mem[s]) != op_kind::input || !is_16bit(P::dt(T.leaf_mem[s]))) return false;
+    const int r = P::rank(roots[0]);
+    const unsigned rows = r >= 2 ? ((1u << (r - 1)) - 1u) : 0u;
+    return rows != 0 && (T.leaf_deps[s] & rows) == 0;
+  }
 };
 
 }  // namespace fusex::detail::host_engine

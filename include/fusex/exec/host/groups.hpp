@@ -237,6 +237,7 @@ void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
 
 template <class C>
 void pointwise_host(const group_args<C>& a, int threads) {
+  new_launch();
   static_for<prog<C>::nwrites()>([&](auto ww) { write_pass<C, false, decltype(ww)::value>(a, {}, threads); });
 }
 
@@ -510,6 +511,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
 
 template <class C>
 void row_reduction_host(const group_args<C>& a, int threads) {
+  new_launch();
   using Q = prog<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
   constexpr int rd = Q::rank(X);
@@ -619,6 +621,7 @@ bool column_overflow(void* const* at, idx_t n) {
 
 template <class C>
 void column_reduction_host(const group_args<C>& a, int threads) {
+  new_launch();
   using Q = prog<C>;
   using Lv = reduction_levels<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
