@@ -260,12 +260,12 @@ constexpr auto scale_cat = fx::trace([](fx::tensor<fx::bf16, 2> x, fx::tensor<fx
   auto head = fx::slice<1>(y, 0, 21);
   return std::tuple{y, fx::cat<1>(head, x, head * 2.0f)};
 });
-// The fused plan on 1 and 2 threads against the reference (one policy: the
-// staging is the engine's, whatever the grouping).
+// The fused plan on 1, 2 and 3 threads against the reference (one policy:
+// the staging is the engine's, whatever the grouping).
 template <class P, class... Args>
 void check_fused(P prog, const char* name, const Args&... args) {
   const auto ref = fx::evaluate(prog, fx::reference, args...);
-  for (const int threads : {1, 2}) {
+  for (const int threads : {1, 2, 3}) {
     INFO(threads << " threads");
     require_all_close(fx::evaluate(fx::partition(prog), fx::host{threads}, args...), ref, name);
   }
@@ -294,6 +294,13 @@ TEST_CASE("host executor: 16-bit weights read alike in every row (staged as floa
   auto b = random_tensor<fx::bf16, 1>({C});
   check_fused(layer_norm_16<fx::bf16>, "layer_norm, strided weight", x, strided, b);
   check_fused(scale_cat, "scale and cat, strided weight", x, strided);
+  // Threads of one row and of two (each thread stages its own floats): on
+  // 3 threads, 5 long rows are shares of 1, 2 and 2 rows, 3 rows one each.
+  for (const int R : {5, 3}) {
+    INFO(R << " rows of 16384");
+    check_fused(layer_norm_16<fx::bf16>, "layer_norm, long rows", random_tensor<fx::bf16, 2>({R, 16384}),
+                random_tensor<fx::bf16, 1>({16384}), random_tensor<fx::bf16, 1>({16384}));
+  }
 }
 
 TEST_CASE("host executor: a staged weight changed between launches is read again", "[executor][host]") {
