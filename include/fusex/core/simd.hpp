@@ -159,6 +159,24 @@ inline void widen(f32v v, f64v& lo, f64v& hi) {
 #endif
 }
 
+// Two registers of doubles as one of floats, each lane rounded to nearest
+// (lo's lanes first): widen's inverse.
+inline f32v narrow(f64v lo, f64v hi) {
+#if defined(__AVX512F__)
+  const __m256 a = _mm512_cvtpd_ps(reinterpret_cast<__m512d>(lo)), b = _mm512_cvtpd_ps(reinterpret_cast<__m512d>(hi));
+  return reinterpret_cast<f32v>(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(a)), _mm256_castps_pd(b), 1));
+#elif defined(__AVX__)
+  const __m128 a = _mm256_cvtpd_ps(reinterpret_cast<__m256d>(lo)), b = _mm256_cvtpd_ps(reinterpret_cast<__m256d>(hi));
+  return reinterpret_cast<f32v>(_mm256_insertf128_ps(_mm256_castps128_ps256(a), b, 1));
+#elif defined(__SSE2__)
+  return reinterpret_cast<f32v>(_mm_movelh_ps(_mm_cvtpd_ps(reinterpret_cast<__m128d>(lo)), _mm_cvtpd_ps(reinterpret_cast<__m128d>(hi))));
+#else
+  f32v v;
+  for (int l = 0; l < width / 2; ++l) v[l] = static_cast<float>(lo[l]), v[l + width / 2] = static_cast<float>(hi[l]);
+  return v;
+#endif
+}
+
 // bf16 <-> f32: the upper half of an IEEE binary32, rounded to nearest
 // even, NaN kept quiet with its sign (bf16::from_float, lane by lane).
 #if defined(__AVX512BW__)

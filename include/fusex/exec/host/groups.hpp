@@ -730,9 +730,12 @@ void column_reduction_host(const group_args<C>& a, int threads) {
                   const double* st = std::get<J>(parts);
                   float* out = static_cast<float*>(const_cast<void*>(dense[Q::red_index(M)]));
                   for (; o + V <= o1; o += V) {
-                    simd::f32v v;
-                    for (int l = 0; l < V; ++l) v[l] = static_cast<float>(st[o + l]);
-                    v = round_to<Q::dt(M)>(v);
+                    // whole registers of doubles (lane by lane, GCC built
+                    // each register from eight scalar loads)
+                    simd::f64v lo, hi;
+                    std::memcpy(&lo, st + o, sizeof lo);
+                    std::memcpy(&hi, st + o + V / 2, sizeof hi);
+                    const simd::f32v v = round_to<Q::dt(M)>(simd::narrow(lo, hi));
                     std::memcpy(out + o, &v, sizeof v);
                   }
                 }
