@@ -35,6 +35,21 @@ void require_all_close(const A& got, const B& ref, const char* what) {
   }
 }
 
+// A strided view's values, gathered into a dense tensor for the comparison.
+template <class T, int R>
+fx::host_tensor<T, R> gathered(fx::view<T, R> v) {
+  fx::host_tensor<T, R> t(v.extents());
+  fx::index_t i = 0;
+  fx::extents_array<R> c{};
+  for (; i < t.size(); ++i) {
+    fx::index_t off = 0;
+    for (int d = 0; d < R; ++d) off += c[d] * v.strides()[d];
+    t.values()[static_cast<std::size_t>(i)] = v.data()[off];
+    for (int d = R - 1; d >= 0 && ++c[d] == v.extents()[d]; --d) c[d] = 0;
+  }
+  return t;
+}
+
 // Checks program P on the host executor under every policy against the reference.
 template <class... Claimants, class P, class... Args>
 void check_policies(P prog, const char* name, const Args&... args) {

@@ -101,22 +101,6 @@ TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many s
   }
 }
 
-namespace {
-// A strided view's values, gathered into a dense tensor for the comparison.
-template <class T, int R>
-fx::host_tensor<T, R> gathered(fx::view<T, R> v) {
-  fx::host_tensor<T, R> t(v.extents());
-  fx::index_t i = 0;
-  fx::extents_array<R> c{};
-  for (; i < t.size(); ++i) {
-    fx::index_t off = 0;
-    for (int d = 0; d < R; ++d) off += c[d] * v.strides()[d];
-    t.values()[static_cast<std::size_t>(i)] = v.data()[off];
-    for (int d = R - 1; d >= 0 && ++c[d] == v.extents()[d]; --d) c[d] = 0;
-  }
-  return t;
-}
-}  // namespace
 
 // Outputs in layouts that change how rows are tiled (engine.hpp, run_rows:
 // rows of a write in tiles, each segment over a tile's rows): q, k and v

@@ -199,6 +199,32 @@ TEST_CASE("host executor: column sums past f32's range within a tile sum again i
   check_policies(column_products, "column products past f32", x, y);
 }
 
+namespace {
+// A sum over a head group, kept as an axis of 1 (a GQA backward's dk):
+// the column group's write is the reduction's own value.
+constexpr auto group_sum = fx::trace([](fx::tensor<fx::bf16, 3> x) { return fx::sum<1>(x, fx::keepdim); });
+}  // namespace
+
+TEST_CASE("host executor: a column sum's own value, finished into a dense output or written by a pass into a strided one",
+          "[executor][host]") {
+  // Dense outputs take the sums as each tile finishes them; a strided
+  // output view takes the write pass. 300 lanes: whole registers; 17: a
+  // partial one; 70 rows to sum: two row blocks (no direct finish).
+  for (const auto ext : {fx::extents_array<3>{4, 6, 300}, fx::extents_array<3>{3, 5, 17}, fx::extents_array<3>{2, 130, 40}}) {
+    auto x = random_tensor<fx::bf16, 3>(ext);
+    const auto ref = fx::evaluate(group_sum, fx::reference, x);
+    const fx::index_t n0 = ext[0], L = ext[2];
+    for (const int threads : {1, 2, 3}) {
+      INFO(ext[0] << " x " << ext[1] << " x " << ext[2] << ", " << threads << " threads");
+      require_all_close(fx::evaluate(fx::partition(group_sum), fx::host{threads}, x), ref, "group sum, dense");
+      std::vector<fx::bf16> store(static_cast<std::size_t>(n0 * L));
+      fx::view<fx::bf16, 3> out(store.data(), {n0, 1, L}, {1, n0 * L, n0});  // lanes n0 apart
+      fx::run(fx::partition(group_sum), fx::host{threads}, fx::inputs(x.as_view()), fx::outputs(out));
+      require_all_close(gathered(out), ref, "group sum, strided");
+    }
+  }
+}
+
 TEST_CASE("host executor: the plan's errors are the reference's errors", "[executor][host]") {
   auto dy = random_tensor<float, 2>({7, 3}), x = random_tensor<float, 2>({7, 4});
   REQUIRE_THROWS_AS(fx::evaluate(fx::partition(column_sums), fx::host{}, dy, x), fx::shape_error);

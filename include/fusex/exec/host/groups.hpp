@@ -670,6 +670,28 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   idx_t tile = Lc < 8192 ? Lc : 8192;
   while (tile > 256 && nb * orows * ((Lc + tile - 1) / tile) < 2 * nt) tile = (tile / 2 + 63) / 64 * 64;
   const idx_t ntiles = tile > 0 ? (Lc + tile - 1) / tile : 0;
+  // Writes that are a reduction's own value, kept dims and dense over the
+  // output positions (o = orow * Lc + c, the order out_coords gives): with
+  // one row block, each task finishes them straight into the output while
+  // they are in cache, and no write pass reads the finished array back
+  // (a qkv backward's sums over a head group, 4 terms each, spent a third
+  // of their time on that array and that pass).
+  bool direct[Q::nwrites() > 0 ? Q::nwrites() : 1] = {};
+  static_for<Q::nwrites()>([&](auto ww) {
+    constexpr int W = decltype(ww)::value;
+    constexpr int R = Q::write_local(W);
+    if constexpr (Lv::in_pass(R) && Q::rank(R) == rx) {
+      if (nb != 1) return;
+      idx_t want = 1;
+      bool ok = true;
+      for (int d = rx - 1; d >= 0; --d) {
+        if (d == ax) continue;
+        if (xext[d] > 1 && a.out_str[W][d] != want) ok = false;
+        want *= xext[d];
+      }
+      direct[W] = ok;
+    }
+  });
   const auto out_coords = [&](idx_t orow, idx_t* c) {
     for (int d = rx - 2; d >= 0; --d) {
       if (d == ax) continue;
@@ -714,6 +736,25 @@ void column_reduction_host(const group_args<C>& a, int threads) {
           (finish_one(o, std::integral_constant<std::size_t, J>{}), ...);
         }(std::index_sequence_for<decltype(ms)...>{});
       };
+      // A register of reduction M's finished values (positions o ...) into
+      // the writes of M that go direct, and one value.
+      const auto write_direct = [&]<int M>(ic<M>, idx_t o, const dlanes<Q::dt(M)>& v) {
+        static_for<Q::nwrites()>([&](auto ww) {
+          constexpr int W = decltype(ww)::value;
+          if constexpr (Q::write_local(W) == M) {
+            if (direct[W]) store<Q::dt(M), mode::fast>(static_cast<storage_t<Q::dt(M)>*>(a.out[W]) + o, 1, V, v);
+          }
+        });
+      };
+      const auto write_direct_value = [&]<int M>(ic<M>, idx_t o) {
+        static_for<Q::nwrites()>([&](auto ww) {
+          constexpr int W = decltype(ww)::value;
+          if constexpr (Q::write_local(W) == M) {
+            if (direct[W])
+              codegen::store_value<Q::dt(M)>(a.out[W], o, static_cast<const vt<Q::dt(M)>*>(dense[Q::red_index(M)])[o]);
+          }
+        });
+      };
       // Positions [o0, o1) of one block's states: a float sum's value is its
       // state, rounded a register at a time (the scalar rounding took as long
       // as a qkv backward's sums of 4 heads).
@@ -737,10 +778,14 @@ void column_reduction_host(const group_args<C>& a, int threads) {
                     std::memcpy(&hi, st + o + V / 2, sizeof hi);
                     const simd::f32v v = round_to<Q::dt(M)>(simd::narrow(lo, hi));
                     std::memcpy(out + o, &v, sizeof v);
+                    write_direct(ic<M>{}, o, v);
                   }
                 }
 #endif
-                for (; o < o1; ++o) finish_one(o, std::integral_constant<std::size_t, J>{});
+                for (; o < o1; ++o) {
+                  finish_one(o, std::integral_constant<std::size_t, J>{});
+                  write_direct_value(ic<M>{}, o);
+                }
               }(),
               ...);
         }(std::index_sequence_for<decltype(ms)...>{});
@@ -780,7 +825,9 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   });
   // Writes, over their own domains: values of the reductions read their
   // finished arrays.
-  static_for<Q::nwrites()>([&](auto ww) { write_pass<C, true, decltype(ww)::value>(a, red, threads); });
+  static_for<Q::nwrites()>([&](auto ww) {
+    if (!direct[decltype(ww)::value]) write_pass<C, true, decltype(ww)::value>(a, red, threads);
+  });
 }
 
 }  // namespace fusex::detail::host_engine
