@@ -101,7 +101,6 @@ TEST_CASE("host executor: qkv split + RoPE, rows a page apart and rows of many s
   }
 }
 
-
 // Outputs in layouts that change how rows are tiled (engine.hpp, run_rows:
 // rows of a write in tiles, each segment over a tile's rows): q, k and v
 // stored time-major (rows one head apart in a time step, a time step h

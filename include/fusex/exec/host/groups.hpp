@@ -736,23 +736,12 @@ void column_reduction_host(const group_args<C>& a, int threads) {
           (finish_one(o, std::integral_constant<std::size_t, J>{}), ...);
         }(std::index_sequence_for<decltype(ms)...>{});
       };
-      // A register of reduction M's finished values (positions o ...) into
-      // the writes of M that go direct, and one value.
-      const auto write_direct = [&]<int M>(ic<M>, idx_t o, const dlanes<Q::dt(M)>& v) {
+      // f(output of W) for each write W of reduction M that goes direct.
+      const auto for_direct = [&]<int M>(ic<M>, auto&& f) {
         static_for<Q::nwrites()>([&](auto ww) {
           constexpr int W = decltype(ww)::value;
-          if constexpr (Q::write_local(W) == M) {
-            if (direct[W]) store<Q::dt(M), mode::fast>(static_cast<storage_t<Q::dt(M)>*>(a.out[W]) + o, 1, V, v);
-          }
-        });
-      };
-      const auto write_direct_value = [&]<int M>(ic<M>, idx_t o) {
-        static_for<Q::nwrites()>([&](auto ww) {
-          constexpr int W = decltype(ww)::value;
-          if constexpr (Q::write_local(W) == M) {
-            if (direct[W])
-              codegen::store_value<Q::dt(M)>(a.out[W], o, static_cast<const vt<Q::dt(M)>*>(dense[Q::red_index(M)])[o]);
-          }
+          if constexpr (Q::write_local(W) == M)
+            if (direct[W]) f(static_cast<storage_t<Q::dt(M)>*>(a.out[W]));
         });
       };
       // Positions [o0, o1) of one block's states: a float sum's value is its
@@ -778,13 +767,15 @@ void column_reduction_host(const group_args<C>& a, int threads) {
                     std::memcpy(&hi, st + o + V / 2, sizeof hi);
                     const simd::f32v v = round_to<Q::dt(M)>(simd::narrow(lo, hi));
                     std::memcpy(out + o, &v, sizeof v);
-                    write_direct(ic<M>{}, o, v);
+                    for_direct(ic<M>{}, [&](auto* p) { store<Q::dt(M), mode::fast>(p + o, 1, V, v); });
                   }
                 }
 #endif
                 for (; o < o1; ++o) {
                   finish_one(o, std::integral_constant<std::size_t, J>{});
-                  write_direct_value(ic<M>{}, o);
+                  for_direct(ic<M>{}, [&](auto* p) {
+                    codegen::store_value<Q::dt(M)>(p, o, static_cast<const vt<Q::dt(M)>*>(dense[Q::red_index(M)])[o]);
+                  });
                 }
               }(),
               ...);
