@@ -348,3 +348,36 @@ TEST_CASE("host executor: a staged weight changed between launches is read again
     }
   }
 }
+
+namespace {
+// Moments of f32 rows: full mantissas, whose squares round in the host's
+// f32 block sums.
+constexpr auto row_moments = fx::trace([](fx::tensor<float, 2> x) {
+  auto [var, mean] = fx::var_mean<-1>(x, 0.0);
+  return std::tuple{var, mean};
+});
+}  // namespace
+
+TEST_CASE("host executor: moments of rows that drift from their first values are the reference's",
+          "[executor][host]") {
+  // The host sums each lane's v - K in f32 blocks, K the mean of the lane's
+  // first 16 values (the row's first 512 columns), and the blocks' rounding
+  // grows with (K - mean)^2 / variance, up to (values / 16) for a lane.
+  // Rows 0 and 2 are one value in their first 512 columns and another in
+  // the rest, whose squares and sums of 16 round alike in every block (a
+  // lane's ratio near 4000), so
+  // the host must run them again centred on their mean. Row 1 is an
+  // ordinary one.
+  const int R = 3, C = 512 * 4000;
+  // 256 (1 + 3 / 2^13): its square rounds in f32, the variance (about 16)
+  // is far above the tolerance's absolute term
+  const double v = 256 + 3 * std::ldexp(1.0, -5);
+  fx::host_tensor<float, 2> x({R, C});
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int j = 0; j < C; ++j) {
+    x.values()[j] = static_cast<float>(j < 512 ? 0 : v);
+    x.values()[C + j] = static_cast<float>(u(rng()));
+    x.values()[2 * C + j] = static_cast<float>(j < 512 ? 512 : -v);
+  }
+  check_fused(row_moments, "moments of drifting rows", x);
+}

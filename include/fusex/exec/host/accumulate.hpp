@@ -6,16 +6,16 @@
 // lanes combine in a fixed pairwise order at the end, so the result depends
 // on the extents only, never on the thread count. Float sums accumulate in
 // f64 lanes (terms that cancel would lose the reference's accuracy in f32
-// partial sums). Moments take Welford's update in f32 lanes for blocks of
-// 16 registers, each block then merged into f64 lanes by Chan's update:
-// Welford's error is relative to the variance itself, so f32 suffices
-// within a block. Partial registers (a segment's last lanes) enter a scalar
-// f64 state value by value, in order.
+// partial sums). Moments sum v - K and its square in f32 lanes for blocks
+// of 16 registers, each block added into f64 lanes, K a shift near the
+// lane's mean (float_moments_acc). Partial registers (a segment's last
+// lanes) enter a scalar f64 state value by value, in order.
 //
 // Column groups: a reduction over an outer axis accumulates, per output
 // position, the rows of one block (float sums in f64).
 
 #include <algorithm>
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,16 +28,15 @@
 
 namespace fusex::detail::host_engine {
 
-// 1 / k for the Welford weights, k = 1 .. 16.
-inline constexpr float welford_weight[17] = {0.0f,        1.0f,        0.5f,        1.0f / 3,  0.25f,       0.2f,
+// 1 / k, k = 1 .. 16 (a block's mean from its sum).
+inline constexpr float inverse_count[17] = {0.0f,        1.0f,        0.5f,        1.0f / 3,  0.25f,       0.2f,
                                              1.0f / 6,    1.0f / 7,    0.125f,      1.0f / 9,  0.1f,        1.0f / 11,
                                              1.0f / 12,   1.0f / 13,   1.0f / 14,   1.0f / 15, 0.0625f};
 inline constexpr int block_registers = 16;
 
 // Full registers alternate between two slots (the row loop hands out
 // registers in pairs), so that a reduction carries two independent chains:
-// one chain's latency (a Welford update is a subtract and a multiply-add
-// deep) would otherwise bound the loop.
+// one chain's latency would otherwise bound the loop.
 inline constexpr int slots = 2;
 
 // Combines V lane states pairwise in lane order.
@@ -79,11 +78,11 @@ using simd::widen;
 
 // t's bytes zeroed by whole-register stores of a zero the compiler does
 // not know is zero (T trivially copyable, its size a multiple of a
-// register). The row pass copies a Welford accumulator by whole registers,
+// register). A row pass loads an accumulator's members as whole registers,
 // and a register load forwards only from one store that covers it: cleared
 // member by member (or by the `rep stos` that GCC merges constant zero
-// stores into), the first copy waited until those stores had drained, 6% of
-// LayerNorm's forward.
+// stores into), the first load waited until those stores had drained, 6%
+// of LayerNorm's forward.
 template <class T>
 FUSEX_HOST_INLINE void clear_by_registers(T& t) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % sizeof(simd::f32v) == 0);
@@ -164,6 +163,7 @@ struct float_block_sum_acc {
       s[S] += v;
     }
   };
+  FUSEX_HOST_INLINE block begin_block() const { return {}; }
   FUSEX_HOST_INLINE void add_block(const block& b) {
     for (int j = 0; j < slots; ++j) {
       simd::f64v x, y;
@@ -205,79 +205,126 @@ struct float_max_acc {
   }
 };
 
-// Float moments: Welford's update in f32 lanes for a block, merged into f64
-// lane moments by Chan's update after each block. Every lane of a slot has
-// seen the same count, so Welford's weight and Chan's are scalars and the
-// merge is a few whole-register operations.
+// Float moments as shifted sums: lane l of slot S sums d = v - K and d * d,
+// K the lane's shift, in f32 for blocks of 16 registers, each block then
+// added into f64 lanes; a lane's mean is K + S / n and its m2 Q - S^2 / n.
+// Two operations per register and no division, where Welford's update took
+// a subtract and a multiply-add more and a Chan merge per block (LayerNorm's
+// forward spent its statistics pass in those chains).
+//
+// The f32 rounding of Q is relative to Q = m2 + S^2 / n, so the shift must
+// stay near the mean: K is the slot's first register, re-centred after its
+// first block on that block's mean (each lane's shift then is the mean of
+// its first 16 values). A lane whose later values drift from it has
+// S^2 / n > max_spread * m2, and the row then runs again with the row's
+// mean as every lane's shift (the two-pass algorithm, from L1 or L2).
 template <class RD>
 struct float_moments_acc {
   using state = typename RD::state;  // moments<double>
-  simd::f32v mean[slots], m2[slots];
-  int k[slots];
-  // f64 moments of the merged blocks, by slot and half register
-  simd::f64v dmean[slots][2], dm2[slots][2];
+  // S^2 / (n m2) past which a lane's f32 rounding (about 20 ulp of
+  // m2 (1 + ratio) at worst) is more than the reference tolerates.
+  static constexpr double max_spread = 4;
+  simd::f32v shift[slots];
+  simd::f32v sum[slots], sq[slots];  // the open block, relative to shift
+  simd::f64v dsum[slots][2], dsq[slots][2];  // the flushed blocks, by half register
   long long n[slots];
-  // rest's mean and m2 at a 16-byte boundary: GCC loads them as one pair,
-  // and a pair that straddles two 16-byte halves of the clearing store
-  // (below) does not forward from it (the load waits for the store to
-  // drain: 6% of LayerNorm's forward)
-  long long pad_ = 0;
+  int k[slots];
+  // 0: no shift yet; 1: the first register (re-centred at the first
+  // flush); 2: final
+  int phase[slots];
+  // set by finish(): a lane mean that is not finite, a lane that drifted
+  bool wild_, drifted_;
   state rest = {};
   // The row pass copies this object by whole registers before its first
   // block (see clear_by_registers).
   float_moments_acc() { clear_by_registers(*this); }
-  // Chan's update of slot S by a block of cnt registers' moments.
-  FUSEX_HOST_INLINE void merge(int S, const simd::f32v& bmean, const simd::f32v& bm2, int cnt) {
-    simd::f64v bm[2], bq[2];
-    widen(bmean, bm[0], bm[1]);
-    widen(bm2, bq[0], bq[1]);
-    const long long total = n[S] + cnt;
-    const double fb = static_cast<double>(cnt) / static_cast<double>(total);
-    const double fab = static_cast<double>(n[S]) * fb;
-    for (int h = 0; h < 2; ++h) {
-      const simd::f64v d = bm[h] - dmean[S][h];
-      dmean[S][h] += d * fb;
-      dm2[S][h] += bq[h] + d * d * fab;
+  // The row's second pass: every lane shifted by m (the first pass's mean).
+  void centre_on(float m) {
+    for (int j = 0; j < slots; ++j) {
+      shift[j] = simd::splat(m);
+      phase[j] = 2;
     }
-    n[S] = total;
+  }
+  // Block sums s and q of cnt registers into slot j's f64 lanes.
+  FUSEX_HOST_INLINE void flush_sums(int j, const simd::f32v& s, const simd::f32v& q, int cnt) {
+    simd::f64v a[2], b[2];
+    widen(s, a[0], a[1]);
+    widen(q, b[0], b[1]);
+    if (phase[j] == 1) {
+      // re-centred on the block's mean: sums relative to K' = K + delta
+      // are S - n delta and Q - delta (2 S - n delta), delta exact in f64
+      const simd::f32v moved = shift[j] + s * inverse_count[cnt];
+      simd::f64v k0[2], k1[2];
+      widen(shift[j], k0[0], k0[1]);
+      widen(moved, k1[0], k1[1]);
+      const double c = cnt;
+      for (int h = 0; h < 2; ++h) {
+        const simd::f64v delta = k1[h] - k0[h];
+        dsum[j][h] = a[h] - delta * c;
+        dsq[j][h] = b[h] - delta * (a[h] * 2.0 - delta * c);
+      }
+      shift[j] = moved;
+      phase[j] = 2;
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        dsum[j][h] += a[h];
+        dsq[j][h] += b[h];
+      }
+    }
+    n[j] += cnt;
   }
   template <int S>
   FUSEX_HOST_INLINE void flush() {
     if (k[S] == 0) return;
-    merge(S, mean[S], m2[S], k[S]);
-    mean[S] = simd::splat(0.0f);
-    m2[S] = simd::splat(0.0f);
+    flush_sums(S, sum[S], sq[S], k[S]);
+    sum[S] = simd::splat(0.0f);
+    sq[S] = simd::splat(0.0f);
     k[S] = 0;
-  }
-  // Welford's update of one register, the (k + 1)-th of its chain.
-  static FUSEX_HOST_INLINE void update(simd::f32v& mn, simd::f32v& q, const simd::f32v& v, int k) {
-    const simd::f32v d = v - mn;
-    mn += d * welford_weight[k + 1];
-    q += d * (v - mn);
   }
   template <int S>
   FUSEX_HOST_INLINE void add(const simd::f32v& v) {
-    update(mean[S], m2[S], v, k[S]++);
-    if (k[S] == block_registers) flush<S>();
+    if (phase[S] == 0) {
+      shift[S] = v;
+      phase[S] = 1;
+    }
+    const simd::f32v d = v - shift[S];
+    sum[S] += d;
+    sq[S] += d * d;
+    if (++k[S] == block_registers) flush<S>();
   }
-  // A whole block of both slots in a local (see float_block_sum_acc). Each
-  // slot's block runs as two chains (its even and odd registers), merged
-  // at the end: a Welford chain is a subtract and a multiply-add deep, and
-  // two chains per row left LayerNorm's statistics pass latency-bound.
+  // A whole block of both slots in a local (see float_block_sum_acc), each
+  // slot's sums as two chains (its even and odd registers).
   struct block {
-    simd::f32v mean[slots][2] = {}, m2[slots][2] = {};
+    simd::f32v shift[slots];
+    bool fresh[slots];
+    simd::f32v s[slots][2] = {}, q[slots][2] = {};
     template <int S>
     FUSEX_HOST_INLINE void add(const simd::f32v& v, int k) {
-      update(mean[S][k & 1], m2[S][k & 1], v, k >> 1);
+      if (k == 0 && fresh[S]) shift[S] = v;
+      const simd::f32v d = v - shift[S];
+      s[S][k & 1] += d;
+      q[S][k & 1] += d * d;
     }
   };
-  FUSEX_HOST_INLINE void add_block(const block& b) {
-    // Chan's update of equal halves (block_registers / 2 each): the mean
-    // is the midpoint, and na * nb / n is a quarter of the block.
-    constexpr float quarter = static_cast<float>(block_registers) / 4;
+  // The open sums go first, so that no re-centring falls between a block's
+  // shift and its sums.
+  FUSEX_HOST_INLINE block begin_block() {
+    flush<0>();
+    flush<1>();
+    block b;
     for (int j = 0; j < slots; ++j) {
-      const simd::f32v d = b.mean[j][1] - b.mean[j][0];
-      merge(j, (b.mean[j][0] + b.mean[j][1]) * 0.5f, b.m2[j][0] + b.m2[j][1] + d * d * quarter, block_registers);
+      b.shift[j] = shift[j];
+      b.fresh[j] = phase[j] == 0;
+    }
+    return b;
+  }
+  FUSEX_HOST_INLINE void add_block(const block& b) {
+    for (int j = 0; j < slots; ++j) {
+      if (b.fresh[j]) {
+        shift[j] = b.shift[j];
+        phase[j] = 1;
+      }
+      flush_sums(j, b.s[j][0] + b.s[j][1], b.q[j][0] + b.q[j][1], block_registers);
     }
   }
   FUSEX_HOST_INLINE void add_part(const simd::f32v& v, int cnt) {
@@ -302,25 +349,44 @@ struct float_moments_acc {
     odd = __builtin_shufflevector(a, b, static_cast<int>(2 * I + 1)...);
     even = e;  // even may be a or b
   }
+  // Slot j's lane moments (mean, m2) by half register; ok keeps the lanes
+  // whose mean is finite and whose shift stayed near it.
+  template <class Mask>
+  FUSEX_HOST_INLINE void lane_moments(int j, simd::f64v* m, simd::f64v* q, Mask& finite, Mask& near) {
+    simd::f64v k0[2];
+    widen(shift[j], k0[0], k0[1]);
+    const double inv = 1.0 / static_cast<double>(n[j]);
+    for (int h = 0; h < 2; ++h) {
+      const simd::f64v s = dsum[j][h];
+      const simd::f64v c = s * s * inv;
+      m[h] = k0[h] + s * inv;
+      q[h] = dsq[j][h] - c;
+      finite &= m[h] - m[h] == 0.0;
+      near &= c <= max_spread * q[h];
+    }
+  }
   // The lanes of a slot share one count, so the weights of the slot merge
   // and of the lane tree are scalars: one division per row, not one per
-  // combine (the scalar combines were a tenth of LayerNorm's forward).
-  // Same order as combine_slots: slot 1 into slot 0 lane by lane, then the
-  // lanes pairwise (l with l + 1, then l with l + 2, ...), each level as
-  // whole registers: the even lanes take the odd ones, dealt apart (lane by
-  // lane, the tree was half of a row's fixed cost in LayerNorm's forward).
+  // combine. Same order as combine_slots: slot 1 into slot 0 lane by lane,
+  // then the lanes pairwise (l with l + 1, then l with l + 2, ...), each
+  // level as whole registers: the even lanes take the odd ones, dealt apart.
   state finish() {
     static_assert(offsetof(float_moments_acc, rest) % 16 == 8 && offsetof(state, mean) == 8);
     flush<0>();
     flush<1>();
     if (n[0] == 0) return rest;  // slot 0 takes the first full register
-    simd::f64v m[2] = {dmean[0][0], dmean[0][1]}, q[2] = {dm2[0][0], dm2[0][1]};
+    simd::f64v m[2], q[2];
+    using mask = decltype(simd::f64v{} == simd::f64v{});
+    mask finite = ~mask{}, near = ~mask{};
+    lane_moments(0, m, q, finite, near);
     long long cnt = n[0];
     if (n[1] > 0) {
+      simd::f64v m1[2], q1[2];
+      lane_moments(1, m1, q1, finite, near);
       const long long total = n[0] + n[1];
       const double fb = codegen::weight(static_cast<double>(n[1]), static_cast<double>(total));
       const double fab = static_cast<double>(n[0]) * fb;
-      for (int h = 0; h < 2; ++h) chan(m[h], q[h], dmean[1][h], dm2[1][h], fb, fab);
+      for (int h = 0; h < 2; ++h) chan(m[h], q[h], m1[h], q1[h], fb, fab);
       cnt = total;
     }
     constexpr auto half = std::make_index_sequence<V / 2>{};
@@ -336,21 +402,25 @@ struct float_moments_acc {
       chan(m[0], q[0], mo, qo, 0.5, static_cast<double>(cnt) * 0.5);
       cnt *= 2;
     }
-    return RD::combine(state{cnt, m[0][0], q[0][0]}, rest);
+    for (int l = 0; l < V / 2; ++l) {
+      wild_ = wild_ || !finite[l];
+      drifted_ = drifted_ || !near[l];
+    }
+    const state r = RD::combine(state{cnt, m[0][0], q[0][0]}, rest);
+    // a spread past f32's range: the merged means carry an error of about
+    // 2^-52 of it, which a mean near zero would not survive
+    wild_ = wild_ || !(r.m2 <= static_cast<double>(FLT_MAX) * static_cast<double>(r.n));
+    return r;
   }
   // Is the moments' mean exact in kind? An infinity or NaN makes its lanes'
-  // means NaN or infinite for good (inf - inf in the update, NaN - x in
-  // every merge after), so a lane's merged mean that is not finite flags it
-  // (as does an overflow of v - mean, which the exact sum then handles);
-  // the mean is then summed again instead. Checked once per row, not per
-  // register. Call after finish().
-  bool mean_valid() const {
-    for (int j = 0; j < slots; ++j)
-      for (int h = 0; h < 2; ++h)
-        for (int l = 0; l < V / 2; ++l)
-          if (!(dmean[j][h][l] - dmean[j][h][l] == 0.0)) return false;
-    return true;
-  }
+  // means infinite or NaN (inf - inf in a sum), and a variance past f32's
+  // range makes the merges' rounding larger than f32's own (the sum of
+  // -3e38 and 3e38 is 0, their merged mean only near it): the mean is then
+  // summed again instead. Call after finish().
+  bool mean_valid() const { return !wild_; }
+  // Did every lane's shift stay near its mean (see max_spread)? Call after
+  // finish().
+  bool precise() const { return !drifted_; }
 };
 #endif
 

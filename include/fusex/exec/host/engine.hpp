@@ -713,10 +713,10 @@ struct engine {
   // The lanes [0, n) of the bound segment into the sink: whole registers
   // (in pairs: slot 0 and slot 1, two reduction chains) when everything has
   // unit stride, gathered lanes otherwise and for the last partial register.
-  // A sink with `local` set (Welford moments, groups.hpp) is worked on as a
-  // local copy: the caller's lives in memory, and its accumulators would go
-  // through it on every register (a Welford chain a store and a load
-  // longer); the copy stays in registers.
+  // The sink stays the caller's: a copy to work on in registers (as Welford
+  // moments once were) stalled each row's first block on the copy's loads
+  // (a tenth of LayerNorm's forward), and whole blocks keep their partial
+  // states in locals anyway.
   template <class Sink>
   FUSEX_HOST_OUTLINE void run_segment(idx_t n, bool fast, Sink& sink_ref) {
     if constexpr (requires { typename Sink::copy_type; }) {
@@ -731,13 +731,7 @@ struct engine {
         }
       }
     }
-    if constexpr (Sink::local) {
-      Sink sink = sink_ref;
-      run_segment_with(n, fast, sink);
-      sink_ref = sink;
-    } else {
-      run_segment_with(n, fast, sink_ref);
-    }
+    run_segment_with(n, fast, sink_ref);
   }
   template <class Sink>
   FUSEX_HOST_INLINE void run_segment_with(idx_t n, bool fast, Sink& sink) {
@@ -1161,7 +1155,6 @@ struct write_sink {
   static constexpr dtype D = P::dt(R);
   static constexpr int r = P::rank(R);
   static constexpr int slots = 1;  // registers in any order
-  static constexpr bool local = false;
   static constexpr bool rows_any_order = true;  // each position written once
   storage_t<D>* p = nullptr;
   idx_t stride = 0;

@@ -380,11 +380,6 @@ struct reduction_levels {
 template <class C, bool Exact, int... Ms>
 struct row_sink {
   static constexpr int slots = 2;  // two chains per reduction
-  // Welford's moments are worked on in a local copy (engine.hpp) for the
-  // registers outside whole blocks, where GCC keeps them in registers. The
-  // f64 lanes of sums stay on the stack either way, and the copy only cost
-  // (RMSNorm's forward 15% slower).
-  static constexpr bool local = !Exact && ((acc_kind<host_reducer<C, Ms>, block_sum<C, Ms>>() == 3) && ...);
   std::tuple<host_row_acc<C, Ms, Exact>...> acc;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E&, const idx_t*) {}
@@ -413,7 +408,7 @@ struct row_block_sink : row_reduce_sink<C, Ms...> {
   template <class E>
   FUSEX_HOST_INLINE void run_block(const E& e, idx_t i) {
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
-      std::tuple<typename host_row_acc<C, Ms>::block...> part;
+      std::tuple<typename host_row_acc<C, Ms>::block...> part{std::get<J>(this->acc).begin_block()...};
       // unrolled: a block may keep several chains per slot, picked by k
 #pragma GCC unroll 16
       for (int k = 0; k < block_registers; ++k) {
@@ -457,8 +452,23 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
               using RD = host_reducer<C, M>;
               auto& acc = std::get<J>(sink.acc);
               auto s = acc.finish();
+              bool valid = host_engine::mean_valid(acc), in_f64 = false;
+              if constexpr (requires { acc.precise(); }) {
+                if (finite_state(s) && !acc.precise()) {
+                  // a lane's values drifted from its shift: the row again,
+                  // every lane shifted by the row's mean
+                  engine<C, forest<C, false, Q::operand(M, 0)>> ex{a, red, {}};
+                  row_pass_sink<C, M> again;
+                  auto& acc2 = std::get<0>(again.acc);
+                  acc2.centre_on(static_cast<float>(s.mean));
+                  ex.run(c, rd, 0, L, again);
+                  s = acc2.finish();
+                  valid = host_engine::mean_valid(acc2);
+                  in_f64 = !acc2.precise();
+                }
+              }
               if constexpr (may_overflow<C, M>) {
-                if (!finite_state(s)) {
+                if (in_f64 || !finite_state(s)) {
                   engine<C, forest<C, false, Q::operand(M, 0)>> ex{a, red, {}};
                   row_sink<C, true, M> exact;
                   ex.run(c, rd, 0, L, exact);
@@ -467,7 +477,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
               }
               if constexpr (std::is_same_v<std::remove_cv_t<decltype(s)>, codegen::moments<double>>) {
                 moments[Q::red_index(M)] = s;
-                mean_valid[Q::red_index(M)] = host_engine::mean_valid(acc);
+                mean_valid[Q::red_index(M)] = valid;
               }
               rv.template at<Q::red_index(M)>()[0] = RD::template finish<Q::dt(M)>(s, L, Q::value(M));
             }(),
@@ -544,7 +554,6 @@ void row_reduction_host(const group_args<C>& a, int threads) {
 template <class C, bool Exact, int... Ms>
 struct column_reduce_sink {
   static constexpr int slots = 1;  // every position its own chain
-  static constexpr bool local = false;  // the states are in memory anyway
   std::tuple<host_column_acc<C, Ms, Exact>...> acc;
   idx_t base = 0;  // tile position of the segment's lane 0
   idx_t c0 = 0;
