@@ -9,8 +9,12 @@
 // tools/host_peers_torch.py in the same schema; tools/host_peers_report.py
 // makes the table.
 //
-//   bench_host_peers [--quick] [--threads=N] [--explain] [Google Benchmark flags]
+//   bench_host_peers [--quick] [--threads=N] [--stream-writes-from=BYTES] [--explain]
+//                    [Google Benchmark flags]
 //
+// --stream-writes-from sets fx::host::stream_writes_from (0, the default:
+// half the last-level cache; 1: always; 18446744073709551615: never), for
+// an A/B of the streamed stores in one binary.
 // --explain prints each fused plan (fx::explain: its groups, what each reads
 // and writes) before the runs.
 //
@@ -21,6 +25,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -71,6 +76,7 @@ struct options {
   bool quick = false;
   bool explain = false;
   int threads = 2;
+  std::size_t stream_writes_from = 0;
 };
 
 // ---- the float64 reference and its tolerance --------------------------------
@@ -370,7 +376,7 @@ struct registry {
   // fusex: the plan run into preallocated outputs (fx::run), checked first
   template <class Plan, class Args, class Verify>
   void fusex(const std::string& name, Plan plan, std::shared_ptr<Args> args, Verify verify) {
-    const fx::host h{o.threads};
+    const fx::host h{o.threads, o.stream_writes_from};
     if (o.explain) std::printf("%s\n%s\n", name.c_str(), fx::explain(plan).c_str());
     auto outs = std::make_shared<decltype(fx::detail::as_tuple(
         std::apply([&](const auto&... a) { return fx::evaluate(plan, fx::host{}, a...); }, *args)))>();
@@ -571,6 +577,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) reg.o.quick = true;
     else if (std::strcmp(argv[i], "--explain") == 0) reg.o.explain = true;
     else if (std::strncmp(argv[i], "--threads=", 10) == 0) reg.o.threads = std::atoi(argv[i] + 10);
+    else if (std::strncmp(argv[i], "--stream-writes-from=", 21) == 0)
+      reg.o.stream_writes_from = std::strtoull(argv[i] + 21, nullptr, 10);
     else rest.push_back(argv[i]);
   }
   if (reg.o.threads < 1) reg.o.threads = 1;

@@ -214,6 +214,45 @@ inline u16v f32_to_bf16_bits_generic(f32v f) {
   const u32v rounded = u + 0x7fffu + ((u >> 16) & 1u);
   return upper_halves(f != f ? (u | 0x00400000u) : rounded);
 }
+// A register's bytes to dst past the caches (a non-temporal store; dst
+// aligned to the register). Written where a launch's outputs would not stay
+// in the last-level cache anyway: the line is not read before it is
+// written (a third of a copy's memory traffic) and evicts nothing the
+// launch still reads. Ordered before other threads read it by an sfence
+// (stream_fence) at the end of the writing thread's share.
+template <class T>
+inline void stream_store(void* dst, const T& v) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(T) == 64) {
+    __m512i r;
+    std::memcpy(&r, &v, sizeof r);
+    _mm512_stream_si512(static_cast<__m512i*>(dst), r);
+    return;
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (sizeof(T) == 32) {
+    __m256i r;
+    std::memcpy(&r, &v, sizeof r);
+    _mm256_stream_si256(static_cast<__m256i*>(dst), r);
+    return;
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 16) {
+    __m128i r;
+    std::memcpy(&r, &v, sizeof r);
+    _mm_stream_si128(static_cast<__m128i*>(dst), r);
+    return;
+  }
+#endif
+  std::memcpy(dst, &v, sizeof v);
+}
+inline void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 // AVX-512 BF16 rounds the same way (nearest even, NaN quiet with its sign)
 // in one instruction instead of seven, but reads subnormal inputs as zero:
 // a register with a subnormal lane (rare) takes the generic expression.
@@ -227,44 +266,64 @@ inline u16v f32_to_bf16_bits(f32v f) {
     return f32_to_bf16_bits_generic(f);
   return f32_to_bf16_bits_normal(f);
 }
-// K registers rounded and stored to dst, dst + width, ... with one test and
-// one branch: a test per register is a tenth of a short loop's time
-// (GeLU's; vfpclassps is not cheap on Zen 4). Each register is stored as it
-// is rounded: an array of them went through the stack, and the wider
-// loads that copied it out could not forward from the narrower stores.
-template <int K>
+// K registers rounded and stored to dst, dst + width, ... (streamed past the
+// caches when Stream; dst then on a 64-byte line). The pack instruction
+// rounds two registers at once (one port-5 operation fewer per register
+// than one by one, where the conversions bound LayerNorm's write pass) but
+// flushes subnormal inputs to zero; a normal float never rounds to a zero
+// bf16 (both have f32's exponent range), so only where an output lane is
+// zero are the inputs tested: one 16-bit test per two registers, where a
+// class test per register was a tenth of a short loop's time (GeLU's;
+// vfpclassps is not cheap on Zen 4). Each pair is stored as it is rounded:
+// an array of them went through the stack, and the wider loads that
+// copied it out could not forward from the narrower stores.
+template <int K, bool Stream = false>
 inline void store_bf16_bits_n(const f32v* f, void* dst) {
-  __mmask16 k = 0;
-  for (int j = 0; j < K; ++j) k |= _mm512_fpclass_ps_mask(reinterpret_cast<__m512>(f[j]), 0x20);
+  static_assert(K >= 1);
+  constexpr int pairs = K / 2;
+  __m512i h[pairs > 0 ? pairs : 1];
+  __m256i last;
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  __mmask32 zero = 0;
+  for (int j = 0; j < pairs; ++j) {
+    h[j] = reinterpret_cast<__m512i>(
+        _mm512_cvtne2ps_pbh(reinterpret_cast<__m512>(f[2 * j + 1]), reinterpret_cast<__m512>(f[2 * j])));
+    zero |= _mm512_testn_epi16_mask(h[j], magnitude);
+  }
+  if constexpr (K % 2 != 0) {
+    last = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(reinterpret_cast<__m512>(f[K - 1])));
+    zero |= _mm512_mask_testn_epi16_mask(0xffffu, _mm512_castsi256_si512(last), magnitude);
+  }
   auto* d = static_cast<unsigned char*>(dst);
-  if (k == 0) [[likely]] {
-    // two registers rounded by one instruction (f[j] the lower half): one
-    // port-5 operation fewer per register than one by one, where the
-    // conversions bound LayerNorm's write pass
-    int j = 0;
-    for (; j + 2 <= K; j += 2) {
-      const __m512bh h = _mm512_cvtne2ps_pbh(reinterpret_cast<__m512>(f[j + 1]), reinterpret_cast<__m512>(f[j]));
-      std::memcpy(d + j * sizeof(u16v), &h, sizeof h);
+  if (zero != 0) [[unlikely]] {
+    __mmask16 sub = 0;
+    for (int j = 0; j < K; ++j) sub |= _mm512_fpclass_ps_mask(reinterpret_cast<__m512>(f[j]), 0x20);
+    if (sub != 0) {
+      for (int j = 0; j < K; ++j) {
+        const u16v g = f32_to_bf16_bits_generic(f[j]);
+        std::memcpy(d + j * sizeof g, &g, sizeof g);
+      }
+      return;
     }
-    if (j < K) {
-      const u16v h = f32_to_bf16_bits_normal(f[j]);
-      std::memcpy(d + j * sizeof h, &h, sizeof h);
-    }
-  } else {
-    for (int j = 0; j < K; ++j) {
-      const u16v h = f32_to_bf16_bits_generic(f[j]);
-      std::memcpy(d + j * sizeof h, &h, sizeof h);
-    }
+  }
+  for (int j = 0; j < pairs; ++j) {
+    if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + j * sizeof h[0]), h[j]);
+    else std::memcpy(d + j * sizeof h[0], &h[j], sizeof h[j]);
+  }
+  if constexpr (K % 2 != 0) {
+    if constexpr (Stream) _mm256_stream_si256(reinterpret_cast<__m256i*>(d + pairs * sizeof h[0]), last);
+    else std::memcpy(d + pairs * sizeof h[0], &last, sizeof last);
   }
 }
 #else
 inline u16v f32_to_bf16_bits(f32v f) { return f32_to_bf16_bits_generic(f); }
-template <int K>
+template <int K, bool Stream = false>
 inline void store_bf16_bits_n(const f32v* f, void* dst) {
   auto* d = static_cast<unsigned char*>(dst);
   for (int j = 0; j < K; ++j) {
     const u16v h = f32_to_bf16_bits_generic(f[j]);
-    std::memcpy(d + j * sizeof h, &h, sizeof h);
+    if constexpr (Stream) stream_store(d + j * sizeof h, h);
+    else std::memcpy(d + j * sizeof h, &h, sizeof h);
   }
 }
 #endif

@@ -30,6 +30,12 @@ namespace fusex {
 
 struct host {
   int threads = 0;  // 0: OpenMP's default
+  // Outputs of a launch that total at least this many bytes are written
+  // past the caches (non-temporal stores of whole lines): they would not
+  // stay in the last-level cache for a consumer, and streamed they are not
+  // read before they are written. 0: half the last-level cache; 1: always;
+  // SIZE_MAX: never.
+  std::size_t stream_writes_from = 0;
   // what a group launch costs here (measured at OpenMP's default threads)
   static constexpr launch_cost launch = launch_costs::host;
 };
@@ -50,16 +56,16 @@ using host_engine::extents_of;
 inline int omp_default_threads() { return host_engine::default_threads(); }
 
 template <class C>
-void pointwise_host(const group_args<C>& a, int threads) {
-  host_engine::pointwise_host<C>(a, threads);
+void pointwise_host(const group_args<C>& a, int threads, std::size_t stream_from) {
+  host_engine::pointwise_host<C>(a, threads, stream_from);
 }
 template <class C>
-void row_reduction_host(const group_args<C>& a, int threads) {
-  host_engine::row_reduction_host<C>(a, threads);
+void row_reduction_host(const group_args<C>& a, int threads, std::size_t stream_from) {
+  host_engine::row_reduction_host<C>(a, threads, stream_from);
 }
 template <class C>
-void column_reduction_host(const group_args<C>& a, int threads) {
-  host_engine::column_reduction_host<C>(a, threads);
+void column_reduction_host(const group_args<C>& a, int threads, std::size_t stream_from) {
+  host_engine::column_reduction_host<C>(a, threads, stream_from);
 }
 
 // matmul through host BLAS: operands gathered into contiguous arrays of the
@@ -134,9 +140,10 @@ inline constexpr std::size_t host_pool_buffers = 16;
 // The host's launchers for the shared run skeleton.
 struct host_runner {
   int threads = 0;
+  std::size_t stream_from = 0;
   std::vector<host_buffer> buffers;
 
-  host_runner(int t) : threads(t) {}
+  explicit host_runner(const host& h) : threads(h.threads), stream_from(h.stream_writes_from) {}
   host_runner(const host_runner&) = delete;
   host_runner& operator=(const host_runner&) = delete;
   ~host_runner() {
@@ -161,9 +168,9 @@ struct host_runner {
   }
   template <group_kind K, class C>
   void launch(const group_args<C>& ga, const group_label&) {
-    if constexpr (K == group_kind::pointwise) pointwise_host<C>(ga, threads);
-    else if constexpr (K == group_kind::row_reduction) row_reduction_host<C>(ga, threads);
-    else if constexpr (K == group_kind::column_reduction) column_reduction_host<C>(ga, threads);
+    if constexpr (K == group_kind::pointwise) pointwise_host<C>(ga, threads, stream_from);
+    else if constexpr (K == group_kind::row_reduction) row_reduction_host<C>(ga, threads, stream_from);
+    else if constexpr (K == group_kind::column_reduction) column_reduction_host<C>(ga, threads, stream_from);
     else matmul_host<C>(ga);
   }
   template <class Claimant, class C>
@@ -197,7 +204,7 @@ struct host_runner {
 // Runs plan `pl` on the host: inputs and outputs are host memory.
 template <class P, class Policy, class... A, class... O>
 void run(plan<P, Policy>, host h, const inputs_t<A...>& in, const outputs_t<O...>& out) {
-  detail::exec::host_runner ex{h.threads};
+  detail::exec::host_runner ex{h};
   detail::exec::run_plan<plan<P, Policy>>(ex, in, out);
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <span>
 #include <type_traits>
 
@@ -82,8 +83,29 @@ view(T*, const std::array<index_t, R>&) -> view<T, static_cast<int>(R)>;
 
 // An owning, contiguous, row-major tensor in host memory. (Storage is a plain
 // array, not std::vector, so bool tensors have addressable elements too.)
+// Its values start on a 64-byte cache line, as a vector unit's loads and
+// the host executor's streamed stores (whole lines) want them.
 template <class T, int R>
 class host_tensor {
+  struct line_delete {
+    std::size_t n = 0;
+    void operator()(T* p) const {
+      std::destroy_n(p, n);
+      ::operator delete(static_cast<void*>(p), std::align_val_t{line});
+    }
+  };
+  static constexpr std::size_t line = alignof(T) > 64 ? alignof(T) : 64;
+  static std::unique_ptr<T[], line_delete> allocate(std::size_t n) {
+    T* p = static_cast<T*>(::operator new(n * sizeof(T) > 0 ? n * sizeof(T) : 1, std::align_val_t{line}));
+    try {
+      std::uninitialized_value_construct_n(p, n);
+    } catch (...) {
+      ::operator delete(static_cast<void*>(p), std::align_val_t{line});
+      throw;
+    }
+    return std::unique_ptr<T[], line_delete>(p, line_delete{n});
+  }
+
  public:
   using value_type = T;
   static constexpr int rank = R;
@@ -92,7 +114,7 @@ class host_tensor {
   explicit host_tensor(const extents_array<R>& extents) : ext_(extents) {
     size_ = 1;
     for (int i = 0; i < R; ++i) size_ *= extents[i];
-    data_ = std::make_unique<T[]>(static_cast<std::size_t>(size_));
+    data_ = allocate(static_cast<std::size_t>(size_));
   }
   host_tensor(const extents_array<R>& extents, std::initializer_list<T> values) : host_tensor(extents) {
     std::size_t i = 0;
@@ -134,7 +156,7 @@ class host_tensor {
  private:
   extents_array<R> ext_{};
   index_t size_ = 0;
-  std::unique_ptr<T[]> data_;
+  std::unique_ptr<T[], line_delete> data_;
 };
 
 }  // namespace fusex

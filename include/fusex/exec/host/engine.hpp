@@ -1158,6 +1158,9 @@ struct write_sink {
   static constexpr bool rows_any_order = true;  // each position written once
   storage_t<D>* p = nullptr;
   idx_t stride = 0;
+  // Whole blocks on a cache line past the caches (the launch's outputs
+  // would not stay in the last-level cache: stream_writes).
+  bool stream = false;
   template <class E>
   FUSEX_HOST_INLINE void bind(const E& e, const idx_t* c) {
     idx_t off = 0;
@@ -1191,7 +1194,8 @@ struct write_sink {
     unrolled<store_registers>([&](auto jj) FUSEX_HOST_LAMBDA {
       v[decltype(jj)::value] = e.template root<0, mode::fast, true>(i + decltype(jj)::value * V, V);
     });
-    store_block<D, store_registers>(p + i, v);
+    if (stream && reinterpret_cast<std::uintptr_t>(p + i) % stream_line == 0) store_block<D, store_registers, true>(p + i, v);
+    else store_block<D, store_registers>(p + i, v);
   }
 };
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,11 +33,21 @@ inline int default_threads() {
 #endif
 }
 
+// Orders the calling thread's streamed stores (stream_store) before what
+// follows, here the end of its share of a launch: another thread or the
+// next launch may read those outputs.
+inline void end_share() {
+#if FUSEX_HOST_SIMD
+  simd::stream_fence();
+#endif
+}
+
 // body(begin, end) on nt threads, each a contiguous share of [0, total).
 template <class Body>
 void split_among_threads(idx_t total, int nt, const Body& body) {
   if (nt <= 1 || total <= 1) {
     body(idx_t{0}, total);
+    end_share();
     return;
   }
 #pragma omp parallel num_threads(nt)
@@ -46,7 +58,50 @@ void split_among_threads(idx_t total, int nt, const Body& body) {
     const idx_t t = 0, k = 1;
 #endif
     body(total * t / k, total * (t + 1) / k);
+    end_share();
   }
+}
+
+// The last-level cache's bytes: Linux's sysfs entry for the first CPU's
+// third-level cache, else 32 MiB. (sysconf's figure comes from the CPU's
+// own report, which a virtual machine may leave at its host's size.)
+inline std::size_t last_level_cache_bytes() {
+  static const std::size_t bytes = [] {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string text;
+    std::size_t n = 0;
+    if (f >> text) {
+      std::size_t i = 0;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + static_cast<std::size_t>(text[i++] - '0');
+      if (i < text.size() && (text[i] == 'K' || text[i] == 'k')) n <<= 10;
+      else if (i < text.size() && (text[i] == 'M' || text[i] == 'm')) n <<= 20;
+    }
+    return n >= (std::size_t{1} << 20) ? n : std::size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+// Does a launch stream its outputs past the caches (write_sink::stream)?
+// Where they take half the last-level cache or more, they and what the
+// launch reads would not stay there for a consumer; streamed, their lines
+// are not read before they are written and evict none of the inputs (a
+// norm's second pass over its row, the next launch's operands). `from`:
+// host::stream_writes_from, the bytes from which to stream (0: half the
+// last-level cache).
+template <class C>
+bool stream_writes(const group_args<C>& a, std::size_t from) {
+  std::size_t bytes = 0;
+  static_for<prog<C>::nwrites()>([&](auto ww) {
+    constexpr int R = prog<C>::write_local(decltype(ww)::value);
+    idx_t ext[max_rank] = {};
+    static_for<prog<C>::rank(R)>([&](auto dd) {
+      ext[decltype(dd)::value] = codegen::ext_of<C, prog<C>::shape(R, decltype(dd)::value)>(a);
+    });
+    std::size_t n = static_cast<std::size_t>(size_of(prog<C>::dt(R)));
+    for (int d = 0; d < prog<C>::rank(R); ++d) n *= static_cast<std::size_t>(ext[d]);
+    bytes += n;
+  });
+  return bytes >= (from > 0 ? from : last_level_cache_bytes() / 2);
 }
 
 // Extents of local U, from the group's expr slots.
@@ -200,16 +255,17 @@ void row_order(E& e, Sink& sink, const idx_t* ext, int r, int* order) {
 // whole evaluation inlines into the row loop, its lanes in registers).
 template <class C, bool Dense, int W>
 FUSEX_HOST_FLATTEN void write_piece(const group_args<C>& a, reduced<C> red, idx_t* c, idx_t c0, idx_t c1, idx_t nrows,
-                                    int d, int e, idx_t runs) {
+                                    int d, int e, idx_t runs, bool stream) {
   using Fo = forest<C, Dense, prog<C>::write_local(W)>;
   engine<C, Fo> en{a, red, {}};
   write_sink<C, W> sink;
+  sink.stream = stream;
   en.run_rows(c, prog<C>::rank(prog<C>::write_local(W)), d, nrows, c0, c1, sink, e, runs);
 }
 
 // Write W over its whole domain.
 template <class C, bool Dense, int W>
-void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
+void write_pass(const group_args<C>& a, reduced<C> red, int threads, bool stream) {
   using Q = prog<C>;
   constexpr int R = Q::write_local(W);
   constexpr int r = Q::rank(R);
@@ -230,15 +286,16 @@ void write_pass(const group_args<C>& a, reduced<C> red, int threads) {
       row_order(e, sink, ext, r, order);
     }
     for_each_piece(ext, r, threads, order, [&](idx_t* c, idx_t c0, idx_t c1, idx_t n, int d, int e, idx_t runs) {
-      write_piece<C, Dense, W>(a, red, c, c0, c1, n, d, e, runs);
+      write_piece<C, Dense, W>(a, red, c, c0, c1, n, d, e, runs, stream);
     });
   }
 }
 
 template <class C>
-void pointwise_host(const group_args<C>& a, int threads) {
+void pointwise_host(const group_args<C>& a, int threads, std::size_t stream_from = 0) {
   new_launch();
-  static_for<prog<C>::nwrites()>([&](auto ww) { write_pass<C, false, decltype(ww)::value>(a, {}, threads); });
+  const bool stream = stream_writes<C>(a, stream_from);
+  static_for<prog<C>::nwrites()>([&](auto ww) { write_pass<C, false, decltype(ww)::value>(a, {}, threads, stream); });
 }
 
 // ---- reductions ---------------------------------------------------------------
@@ -429,7 +486,7 @@ using row_pass_sink = std::conditional_t<block_pass<C, Ms...>(), row_block_sink<
 
 // One row of a row group at outer coordinates c (rank rd; c[rd - 1] free).
 template <class C>
-FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
+FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L, bool stream) {
   using Q = prog<C>;
   using Lv = reduction_levels<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
@@ -510,6 +567,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
     constexpr int R = Q::write_local(w);
     engine<C, forest<C, false, R>> e{a, red, {}};
     write_sink<C, w> sink;
+    sink.stream = stream;
     if constexpr (Q::rank(R) == rd && !Q::static1(R, rd - 1)) {
       e.run(c, rd, 0, L, sink);
     } else {
@@ -520,8 +578,9 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L) {
 }
 
 template <class C>
-void row_reduction_host(const group_args<C>& a, int threads) {
+void row_reduction_host(const group_args<C>& a, int threads, std::size_t stream_from = 0) {
   new_launch();
+  const bool stream = stream_writes<C>(a, stream_from);
   using Q = prog<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
   constexpr int rd = Q::rank(X);
@@ -541,7 +600,7 @@ void row_reduction_host(const group_args<C>& a, int threads) {
       rr /= ext[d];
     }
     for (idx_t i = begin; i < end; ++i) {
-      row_host<C>(a, c, L);
+      row_host<C>(a, c, L, stream);
       for (int d = rd - 2; d >= 0; --d) {
         if (++c[d] < ext[d]) break;
         c[d] = 0;
@@ -629,8 +688,9 @@ bool column_overflow(void* const* at, idx_t n) {
 }
 
 template <class C>
-void column_reduction_host(const group_args<C>& a, int threads) {
+void column_reduction_host(const group_args<C>& a, int threads, std::size_t stream_from = 0) {
   new_launch();
+  const bool stream = stream_writes<C>(a, stream_from);
   using Q = prog<C>;
   using Lv = reduction_levels<C>;
   constexpr int X = Q::operand(Q::reduction(), 0);
@@ -826,7 +886,7 @@ void column_reduction_host(const group_args<C>& a, int threads) {
   // Writes, over their own domains: values of the reductions read their
   // finished arrays.
   static_for<Q::nwrites()>([&](auto ww) {
-    if (!direct[decltype(ww)::value]) write_pass<C, true, decltype(ww)::value>(a, red, threads);
+    if (!direct[decltype(ww)::value]) write_pass<C, true, decltype(ww)::value>(a, red, threads, stream);
   });
 }
 

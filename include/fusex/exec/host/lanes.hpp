@@ -190,17 +190,24 @@ FUSEX_HOST_INLINE void store(storage_t<D>* p, idx_t stride, int n, const dlanes<
   }
 }
 
-// K whole registers to p, p + V, ...: rounded together (one subnormal test).
-template <dtype D, int K>
+// K whole registers to p, p + V, ...: rounded together (one subnormal
+// test). Stream: past the caches, p on a 64-byte line (bf16 and f32; other
+// dtypes store as usual).
+template <dtype D, int K, bool Stream = false>
 FUSEX_HOST_INLINE void store_block(storage_t<D>* p, const dlanes<D>* v) {
 #if FUSEX_HOST_SIMD
   if constexpr (D == dtype::bf16) {
-    simd::store_bf16_bits_n<K>(v, static_cast<void*>(p));
+    simd::store_bf16_bits_n<K, Stream>(v, static_cast<void*>(p));
+    return;
+  } else if constexpr (D == dtype::f32 && Stream) {
+    for (int j = 0; j < K; ++j) simd::stream_store(p + j * V, v[j]);
     return;
   }
 #endif
   for (int j = 0; j < K; ++j) store<D, mode::fast>(p + j * V, 1, V, v[j]);
 }
+// What a streamed block starts on: a whole cache line, written whole.
+inline constexpr std::uintptr_t stream_line = 64;
 
 // ---- conversions ------------------------------------------------------------
 // Lanes of dtype DU as values of dtype D (rounded to D), as the prims define
