@@ -3,6 +3,7 @@
 // output with the reference executor, element by element, within the
 // tolerance of the output's dtype.
 
+#include <cstring>
 #include <tuple>
 
 #include "support.hpp"
@@ -35,6 +36,21 @@ void require_all_close(const A& got, const B& ref, const char* what) {
   }
 }
 
+// Every value of got equals ref's, bit for bit (a tensor or a tuple of them).
+template <class A>
+void require_same_bits(const A& got, const A& ref, const char* what) {
+  const auto one = [&](const auto& g, const auto& r) {
+    INFO(what);
+    REQUIRE(g.size() == r.size());
+    REQUIRE(std::memcmp(g.data(), r.data(), static_cast<std::size_t>(g.size()) * sizeof *g.data()) == 0);
+  };
+  if constexpr (requires { got.values(); }) {
+    one(got, ref);
+  } else {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::get<I>(got), std::get<I>(ref)), ...); }(
+        std::make_index_sequence<std::tuple_size_v<A>>{});
+  }
+}
 // A strided view's values, gathered into a dense tensor for the comparison.
 template <class T, int R>
 fx::host_tensor<T, R> gathered(fx::view<T, R> v) {

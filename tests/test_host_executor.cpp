@@ -72,6 +72,11 @@ TEST_CASE("host executor: qkv split + RoPE with expanded k and v, on 1 to 3 thre
       INFO("T " << T << ", " << threads << " threads");
       const auto got = fx::evaluate(fx::partition(qkv_rope), fx::host{threads}, qkv, cos, sin, nh, G, hs, n);
       require_all_close(got, ref, "qkv_split_rope");
+      // streamed past the caches (fx::host::stream_writes_from 1): the
+      // rotated values and the moved ones (v, the pass-through part) the
+      // same bits
+      const auto streamed = fx::evaluate(fx::partition(qkv_rope), fx::host{threads, 1}, qkv, cos, sin, nh, G, hs, n);
+      require_same_bits(streamed, got, "qkv_split_rope, streamed");
     }
   }
 }

@@ -385,21 +385,6 @@ TEST_CASE("host executor: moments of rows that drift from their first values are
 }
 
 namespace {
-// Every value of got equals ref's, bit for bit (a tensor or a tuple of them).
-template <class A>
-void require_same_bits(const A& got, const A& ref, const char* what) {
-  const auto one = [&](const auto& g, const auto& r) {
-    INFO(what);
-    REQUIRE(g.size() == r.size());
-    REQUIRE(std::memcmp(g.data(), r.data(), static_cast<std::size_t>(g.size()) * sizeof *g.data()) == 0);
-  };
-  if constexpr (requires { got.values(); }) {
-    one(got, ref);
-  } else {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::get<I>(got), std::get<I>(ref)), ...); }(
-        std::make_index_sequence<std::tuple_size_v<A>>{});
-  }
-}
 // The fused plan with its outputs streamed past the caches (every launch's
 // whole blocks that start on a line) against the reference, and bit for
 // bit against the same plan with cached stores, on 1 to 3 threads.

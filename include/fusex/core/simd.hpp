@@ -12,6 +12,7 @@
 // Only for GCC and Clang host compiles: nvcc's host pass keeps scalar lanes
 // (its front end is not asked to parse vector conditionals).
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -247,6 +248,29 @@ inline void stream_store(void* dst, const T& v) {
   }
 #endif
   std::memcpy(dst, &v, sizeof v);
+}
+// n bytes from src to dst, the lines of dst that the range covers whole
+// streamed, the partial ones at its ends copied as usual. src and dst are
+// the same bytes (an output in place over its input: nothing moves) or
+// apart.
+inline void stream_copy(void* dst, const void* src, std::size_t n) {
+  if (dst == src) return;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  const std::size_t head = (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64;
+  if (n < head + 64) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  std::memcpy(d, s, head);
+  std::size_t i = head;
+  for (; i + 64 <= n; i += 64)
+    for (std::size_t k = 0; k < 64; k += sizeof(f32v)) {
+      f32v v;
+      std::memcpy(&v, s + i + k, sizeof v);
+      stream_store(d + i + k, v);
+    }
+  std::memcpy(d + i, s + i, n - i);
 }
 inline void stream_fence() {
 #if defined(__SSE2__)

@@ -1177,7 +1177,14 @@ struct write_sink {
   // (memmove: an output written in place over its input is the same bytes)
   using copy_type = storage_t<D>;
   FUSEX_HOST_INLINE void copy(const void* from, idx_t n) {
-    std::memmove(static_cast<void*>(p), from, static_cast<std::size_t>(n) * sizeof(copy_type));
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(copy_type);
+#if FUSEX_HOST_SIMD
+    if (stream) {
+      simd::stream_copy(static_cast<void*>(p), from, bytes);
+      return;
+    }
+#endif
+    std::memmove(static_cast<void*>(p), from, bytes);
   }
   template <mode Md, int Slot, class E>
   FUSEX_HOST_INLINE void put(const E& e, idx_t i, int n) {
