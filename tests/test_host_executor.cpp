@@ -246,3 +246,15 @@ TEST_CASE("in place: refused where another index or a later read would see the o
   REQUIRE_THROWS_WITH(fx::run(fx::partition(axpy_exp), fx::host{}, fx::inputs(y.as_view(), x.as_view()), fx::outputs(xt)),
                       Catch::Contains("same view"));
 }
+
+TEST_CASE("host executor: the last-level cache's size, from Linux's notation", "[executor][host]") {
+  namespace he = fx::detail::host_engine;
+  CHECK(he::parse_cache_size("32768K") == (std::size_t{32} << 20));
+  CHECK(he::parse_cache_size("1024K") == (std::size_t{1} << 20));
+  CHECK(he::parse_cache_size("8M") == (std::size_t{8} << 20));
+  CHECK(he::parse_cache_size("512") == 512);
+  CHECK(he::parse_cache_size("") == 0);
+  // Whatever the machine reports, the figure that sets streaming is a
+  // last-level cache's: at least 1 MiB.
+  CHECK(he::last_level_cache_bytes() >= (std::size_t{1} << 20));
+}

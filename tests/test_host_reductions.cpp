@@ -130,6 +130,30 @@ TEST_CASE("host executor: rows of whole register blocks (RMSNorm, LayerNorm) aga
   check_policies(layer_norm, "layer_norm, large mean", random_tensor<fx::bf16, 2>({R, C}, 200, 204), w, b, 1e-5f);
 }
 
+TEST_CASE("host executor: bf16 LayerNorm rows whose mean nears the drift limit, summed as bf16 pairs",
+          "[executor][host]") {
+  // With AVX512_BF16 the statistics of a bf16 row take its values as bf16
+  // pairs, unshifted: the f32 blocks' rounding, where there is any, grows
+  // with mean^2 / variance, up to the drift limit (a lane's ratio of 4),
+  // past which the row runs again centred on its mean. Rows from ratio 0 to
+  // far past the limit, mean and rstd in f32 against the reference; 4133
+  // columns: eight whole blocks, single registers and a partial one.
+  const int C = 4133;
+  const double ratios[] = {0, 0.5, 1, 1.5, 1.9, 1.99, 2.01, 2.5, 8, -1.9, -3};
+  const int R = static_cast<int>(std::size(ratios));
+  fx::host_tensor<fx::bf16, 2> x({R, C});
+  std::uniform_real_distribution<double> u(-std::sqrt(3.0), std::sqrt(3.0));  // variance 1
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) x.values()[i * C + j] = from_double<fx::bf16>(ratios[i] + u(rng()));
+  const auto w = random_tensor<float, 1>({C}), b = random_tensor<float, 1>({C});
+  check_policies(layer_norm, "layer_norm, means near the drift limit", x, w, b, 1e-5f);
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    require_all_close(fx::evaluate(fx::partition(layer_norm), fx::host{threads}, x, w, b, 1e-5f),
+                      fx::evaluate(layer_norm, fx::reference, x, w, b, 1e-5f), "layer_norm, means near the drift limit");
+  }
+}
+
 TEST_CASE("host executor: a sum of squares past f32's range sums again in f64", "[executor][host]") {
   // squares of 1.5e19 are finite in f32 (2.25e38), but 16 of them are not:
   // an f32 block overflows where the reference's f64 sum does not. Rows

@@ -351,6 +351,23 @@ inline void store_bf16_bits_n(const f32v* f, void* dst) {
   }
 }
 #endif
+// Dot products of bf16 pairs (AVX512_BF16's vdpbf16ps): a register of 2V
+// bf16 values as V pairs, lane i of acc gaining the products of elements
+// 2i and 2i + 1 of a and b. The products are exact in f32; each addition
+// rounds to nearest even; subnormal inputs and sums count as zero. Where a
+// row's moments only need their sums, this takes 2V bf16 values straight
+// from memory in one instruction per sum, where widening them first took a
+// permute per V.
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+inline constexpr bool has_bf16_pairs = true;
+inline f32v dot_bf16_pairs(f32v acc, u32v a, u32v b) {
+  return reinterpret_cast<f32v>(
+      _mm512_dpbf16_ps(reinterpret_cast<__m512>(acc), reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b)));
+}
+#else
+inline constexpr bool has_bf16_pairs = false;
+#endif
+
 // f32 values rounded to bf16 and held as f32 again: the lower half cleared.
 inline f32v round_bf16(f32v f) {
 #if defined(__AVX512BF16__) && defined(__AVX512F__)

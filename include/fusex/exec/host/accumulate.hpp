@@ -9,7 +9,12 @@
 // partial sums). Moments sum v - K and its square in f32 lanes for blocks
 // of 16 registers, each block added into f64 lanes, K a shift near the
 // lane's mean (float_moments_acc). Partial registers (a segment's last
-// lanes) enter a scalar f64 state value by value, in order.
+// lanes) enter a scalar f64 state value by value, in order. With
+// AVX512_BF16, the moments or sum of squares of a bf16 input take whole
+// blocks straight from memory as bf16 pairs (simd::dot_bf16_pairs), with
+// the shift at zero; bf16 values' squares and their sums of 16 are mostly
+// exact in f32, and a row far from zero against its spread still drifts
+// and runs again centred.
 //
 // Column groups: a reduction over an outer axis accumulates, per output
 // position, the rows of one block (float sums in f64).
@@ -162,7 +167,19 @@ struct float_block_sum_acc {
     FUSEX_HOST_INLINE void add(const simd::f32v& v, int) {
       s[S] += v;
     }
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    // Pair register k of 2V bf16 values (see float_moments_acc::block), the
+    // values themselves (Kind 1) or their squares (Kind 2: RMSNorm's sum of
+    // squares), into slot k & 1: 2 terms a lane, as a register per k.
+    template <int Kind>
+    FUSEX_HOST_INLINE void add_pairs(const simd::u32v& r, int k) {
+      const simd::u32v ones = simd::u32v{} + 0x3f803f80u;  // two bf16 1.0s
+      s[k & 1] = simd::dot_bf16_pairs(s[k & 1], r, Kind == 2 ? r : ones);
+    }
+#endif
   };
+  void start_pairs() {}
+  bool pairs_ready() const { return true; }
   FUSEX_HOST_INLINE block begin_block() const { return {}; }
   FUSEX_HOST_INLINE void add_block(const block& b) {
     for (int j = 0; j < slots; ++j) {
@@ -234,6 +251,7 @@ struct float_moments_acc {
   int phase[slots];
   // set by finish(): a lane mean that is not finite, a lane that drifted
   bool wild_, drifted_;
+  bool unshifted_;  // start_unshifted
   state rest = {};
   // The row pass copies this object by whole registers before its first
   // block (see clear_by_registers).
@@ -297,6 +315,7 @@ struct float_moments_acc {
   struct block {
     simd::f32v shift[slots];
     bool fresh[slots];
+    bool unshifted;  // see start_unshifted
     simd::f32v s[slots][2] = {}, q[slots][2] = {};
     template <int S>
     FUSEX_HOST_INLINE void add(const simd::f32v& v, int k) {
@@ -305,6 +324,20 @@ struct float_moments_acc {
       s[S][k & 1] += d;
       q[S][k & 1] += d * d;
     }
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    // Pair register k (k = 0 .. block_registers - 1: the block's 2V
+    // block_registers lanes) of 2V bf16 values: their sum and sum of squares
+    // as dot products, into slot k & 1. A slot's lane takes 2 values from
+    // each of its block_registers / 2 pair registers: block_registers, as
+    // from a register per k.
+    template <int Kind>
+      requires(Kind == 1)  // the values themselves
+    FUSEX_HOST_INLINE void add_pairs(const simd::u32v& r, int k) {
+      const simd::u32v ones = simd::u32v{} + 0x3f803f80u;  // two bf16 1.0s
+      s[k & 1][(k >> 1) & 1] = simd::dot_bf16_pairs(s[k & 1][(k >> 1) & 1], r, ones);
+      q[k & 1][(k >> 1) & 1] = simd::dot_bf16_pairs(q[k & 1][(k >> 1) & 1], r, r);
+    }
+#endif
   };
   // The open sums go first, so that no re-centring falls between a block's
   // shift and its sums.
@@ -316,8 +349,25 @@ struct float_moments_acc {
       b.shift[j] = shift[j];
       b.fresh[j] = phase[j] == 0;
     }
+    b.unshifted = unshifted_;
     return b;
   }
+  // Every lane's shift zero from the start: the row pass may then add whole
+  // blocks of bf16 pairs (block::add_pairs), which cannot be shifted. A row
+  // whose mean is far from zero against its spread drifts (max_spread) and
+  // runs again centred on its mean, as any other drifted row.
+  void start_unshifted() {
+    for (int j = 0; j < slots; ++j) {
+      shift[j] = simd::splat(0.0f);
+      phase[j] = 2;
+    }
+    unshifted_ = true;
+  }
+  bool unshifted() const { return unshifted_; }
+  // The row pass's protocol for bf16 pairs (row_block_sink): before the
+  // row, and may a block take pairs now (not in a row centred on its mean)?
+  void start_pairs() { start_unshifted(); }
+  bool pairs_ready() const { return unshifted_; }
   FUSEX_HOST_INLINE void add_block(const block& b) {
     for (int j = 0; j < slots; ++j) {
       if (b.fresh[j]) {
@@ -375,6 +425,7 @@ struct float_moments_acc {
     flush<0>();
     flush<1>();
     if (n[0] == 0) return rest;  // slot 0 takes the first full register
+    if (unshifted_) return finish_unshifted();
     simd::f64v m[2], q[2];
     using mask = decltype(simd::f64v{} == simd::f64v{});
     mask finite = ~mask{}, near = ~mask{};
@@ -412,6 +463,37 @@ struct float_moments_acc {
     wild_ = wild_ || !(r.m2 <= static_cast<double>(FLT_MAX) * static_cast<double>(r.n));
     return r;
   }
+  // Lanes that share the shift zero: their f64 sums add up as they are, in
+  // a fixed order, with no merge of means per level of a lane tree (a
+  // chain of Chan updates that was a seventh of LayerNorm's forward). The
+  // f64 sums hold the f32 blocks' rounding exactly; m2 = Q - S^2 / N then
+  // loses 2^-53 of Q, far below that rounding, for any row that did not
+  // drift.
+  state finish_unshifted() {
+    simd::f64v m[2], q[2], s = {}, sq = {};
+    using mask = decltype(simd::f64v{} == simd::f64v{});
+    mask finite = ~mask{}, near = ~mask{};
+    long long cnt = 0;
+    for (int j = 0; j < slots; ++j) {
+      if (n[j] == 0) continue;
+      lane_moments(j, m, q, finite, near);
+      s += dsum[j][0] + dsum[j][1];
+      sq += dsq[j][0] + dsq[j][1];
+      cnt += n[j] * V;
+    }
+    double ts = 0, tq = 0;
+    for (int l = 0; l < V / 2; ++l) {
+      ts += s[l];
+      tq += sq[l];
+      wild_ = wild_ || !finite[l];
+      drifted_ = drifted_ || !near[l];
+    }
+    const double inv = 1.0 / static_cast<double>(cnt);
+    const state r = RD::combine(state{cnt, ts * inv, tq - ts * ts * inv}, rest);
+    wild_ = wild_ || !(r.m2 <= static_cast<double>(FLT_MAX) * static_cast<double>(r.n));
+    return r;
+  }
+
   // Is the moments' mean exact in kind? An infinity or NaN makes its lanes'
   // means infinite or NaN (inf - inf in a sum), and a variance past f32's
   // range makes the merges' rounding larger than f32's own (the sum of

@@ -595,6 +595,51 @@ struct engine {
     return v;
   }
 
+  // Root j's value as bf16 pairs: where it is a bf16 input widened to f32
+  // (convert_element_type of the input, nothing between; kind 1) or the
+  // square of one (kind 2), the input's leaf slot; else leaf -1. A row pass
+  // may then take its lanes from memory as bf16 pairs
+  // (simd::dot_bf16_pairs), the leaf at unit stride in a fast segment.
+  struct pairs_form {
+    int leaf = -1, kind = 0;
+  };
+  template <int I, int M>
+  static consteval int widened_leaf() {
+    if constexpr (Fo::rec(I).la < 0 || P::op(M) != op_kind::convert || P::dt(M) != dtype::f32) {
+      return -1;
+    } else {
+      constexpr int U = P::operand(M, 0);
+      if constexpr (P::op(U) != op_kind::input || P::dt(U) != dtype::bf16) {
+        return -1;
+      } else {
+        constexpr int IU = P::identity(M, 0) ? I : Fo::child(I, M, 0);
+        if constexpr (Fo::rec(IU).la < 0) return -1;
+        else return Fo::lane_leaf(Fo::leaf(IU, U)) && !Fo::staged_leaf(Fo::leaf(IU, U)) ? Fo::leaf(IU, U) : -1;
+      }
+    }
+  }
+  // Operand k of member M of instance I, as a widened bf16 input's leaf.
+  template <int I, int M, int k>
+  static consteval int widened_operand_leaf() {
+    if constexpr (P::identity(M, k)) return widened_leaf<I, P::operand(M, k)>();
+    else return widened_leaf<Fo::child(I, M, k), root_of<Fo::child(I, M, k)>()>();
+  }
+  template <int j>
+  static consteval pairs_form bf16_pairs_form() {
+    constexpr int I = Fo::root_instance(j);
+    constexpr int R = root_of<I>();
+    if constexpr (Fo::rec(I).la < 0) {
+      return {};
+    } else if constexpr (P::op(R) == op_kind::convert) {
+      return {widened_leaf<I, R>(), 1};
+    } else if constexpr (P::op(R) == op_kind::mul && P::dt(R) == dtype::f32) {
+      if constexpr (P::operand(R, 0) != P::operand(R, 1) || P::bcast(R, 0) != P::bcast(R, 1)) return {};
+      else return {widened_operand_leaf<I, R, 0>(), 2};
+    } else {
+      return {};
+    }
+  }
+
   // The leaf slot of the input instance I's root reads when, under the
   // segment's selections, the root is nothing but that input's elements of
   // storage type T (remaps, and the selected operands of cats and pads);

@@ -62,21 +62,33 @@ void split_among_threads(idx_t total, int nt, const Body& body) {
   }
 }
 
-// The last-level cache's bytes: Linux's sysfs entry for the first CPU's
-// third-level cache, else 32 MiB. (sysconf's figure comes from the CPU's
-// own report, which a virtual machine may leave at its host's size.)
+// The last-level cache's bytes: from Linux's sysfs, the first CPU's cache of
+// the highest level that holds data, else 32 MiB. (sysconf's figure comes
+// from the CPU's own report, which a virtual machine may leave at its host's
+// size; index3 is not always the third level, nor present.)
+inline std::size_t parse_cache_size(const std::string& text) {
+  std::size_t i = 0, n = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + static_cast<std::size_t>(text[i++] - '0');
+  if (i < text.size() && (text[i] == 'K' || text[i] == 'k')) n <<= 10;
+  else if (i < text.size() && (text[i] == 'M' || text[i] == 'm')) n <<= 20;
+  return n;
+}
+
 inline std::size_t last_level_cache_bytes() {
   static const std::size_t bytes = [] {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-    std::string text;
+    int best_level = 0;
     std::size_t n = 0;
-    if (f >> text) {
-      std::size_t i = 0;
-      while (i < text.size() && text[i] >= '0' && text[i] <= '9') n = n * 10 + static_cast<std::size_t>(text[i++] - '0');
-      if (i < text.size() && (text[i] == 'K' || text[i] == 'k')) n <<= 10;
-      else if (i < text.size() && (text[i] == 'M' || text[i] == 'm')) n <<= 20;
+    for (int index = 0; index < 16; ++index) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+      std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+      int level = 0;
+      std::string type, size;
+      if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) continue;
+      if (type == "Instruction" || level <= best_level) continue;
+      best_level = level;
+      n = parse_cache_size(size);
     }
-    return n >= (std::size_t{1} << 20) ? n : std::size_t{32} << 20;
+    return best_level >= 2 && n >= (std::size_t{1} << 20) ? n : std::size_t{32} << 20;
   }();
   return bytes;
 }
@@ -462,8 +474,58 @@ using row_reduce_sink = row_sink<C, false, Ms...>;
 template <class C, int... Ms>
 struct row_block_sink : row_reduce_sink<C, Ms...> {
   static constexpr int block_registers = host_engine::block_registers;
+  // Does every reduction take a widened bf16 input (a norm's statistics of
+  // x) into an accumulator that adds bf16 pairs? Its blocks then go from
+  // memory as pairs, unwidened, while the accumulators stay unshifted.
+  template <class E, int M, int J>
+  static consteval bool bf16_pairs_root() {
+    constexpr auto f = E::template bf16_pairs_form<J>();
+    if constexpr (f.leaf < 0) return false;
+    else return requires(typename host_row_acc<C, M>::block& b) { b.template add_pairs<f.kind>(simd::u32v{}, 0); };
+  }
+  template <class E, std::size_t... J>
+  static consteval bool bf16_pairs_of(std::index_sequence<J...>) {
+    return (bf16_pairs_root<E, Ms, static_cast<int>(J)>() && ...);
+  }
+  template <class E>
+  static consteval bool bf16_pairs() {
+    return bf16_pairs_of<E>(std::make_index_sequence<sizeof...(Ms)>{});
+  }
+  // Before a row's first pass.
+  template <class E>
+  FUSEX_HOST_INLINE void prepare() {
+    if constexpr (bf16_pairs<E>()) std::apply([](auto&... x) { (x.start_pairs(), ...); }, this->acc);
+  }
   template <class E>
   FUSEX_HOST_INLINE void run_block(const E& e, idx_t i) {
+    if constexpr (bf16_pairs<E>()) {
+      const bool ready = std::apply([](const auto&... x) { return (x.pairs_ready() && ...); }, this->acc);
+      if (ready) {
+        [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
+          std::tuple<typename host_row_acc<C, Ms>::block...> part{std::get<J>(this->acc).begin_block()...};
+          const unsigned char* p[] = {static_cast<const unsigned char*>(
+              e.b.leaf[E::template bf16_pairs_form<static_cast<int>(J)>().leaf].p)...};
+#pragma GCC unroll 16
+          for (int k = 0; k < block_registers; k += 2) {
+            // pair registers k and k + 1 (2V lanes each, the block's 2V
+            // block_registers in block_registers of them)
+            const idx_t at = (i + k * 2 * V) * 2;
+            simd::u32v r0, r1;
+            (
+                [&] {
+                  std::memcpy(&r0, p[J] + at, sizeof r0);
+                  std::memcpy(&r1, p[J] + at + sizeof r0, sizeof r1);
+                  constexpr int kind = E::template bf16_pairs_form<static_cast<int>(J)>().kind;
+                  std::get<J>(part).template add_pairs<kind>(r0, k);
+                  std::get<J>(part).template add_pairs<kind>(r1, k + 1);
+                }(),
+                ...);
+          }
+          (std::get<J>(this->acc).add_block(std::get<J>(part)), ...);
+        }(std::index_sequence_for<decltype(ic<Ms>{})...>{});
+        return;
+      }
+    }
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       std::tuple<typename host_row_acc<C, Ms>::block...> part{std::get<J>(this->acc).begin_block()...};
       // unrolled: a block may keep several chains per slot, picked by k
@@ -501,6 +563,7 @@ FUSEX_HOST_FLATTEN void row_host(const group_args<C>& a, idx_t* c, idx_t L, bool
       using Fo = forest<C, false, Q::operand(decltype(ms)::value, 0)...>;
       engine<C, Fo> e{a, red, {}};
       row_pass_sink<C, decltype(ms)::value...> sink;
+      if constexpr (requires { sink.template prepare<decltype(e)>(); }) sink.template prepare<decltype(e)>();
       e.run(c, rd, 0, L, sink);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         (
