@@ -369,6 +369,13 @@ struct float_moments_acc {
   void start_pairs() { start_unshifted(); }
   bool pairs_ready() const { return unshifted_; }
   FUSEX_HOST_INLINE void add_block(const block& b) {
+    if (b.unshifted) {
+      // no shift to keep per slot: both slots' chains into slot 0, one
+      // widening per sum instead of one per slot
+      flush_sums(0, (b.s[0][0] + b.s[0][1]) + (b.s[1][0] + b.s[1][1]),
+                 (b.q[0][0] + b.q[0][1]) + (b.q[1][0] + b.q[1][1]), 2 * block_registers);
+      return;
+    }
     for (int j = 0; j < slots; ++j) {
       if (b.fresh[j]) {
         shift[j] = b.shift[j];

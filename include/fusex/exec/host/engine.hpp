@@ -688,8 +688,16 @@ struct engine {
   // Lanes [i, i + n) of instance I at their strides: each load's lanes
   // gathered into a buffer (lanes past n repeat lane n - 1), then the same
   // evaluation.
+  static consteval bool any_lane_leaf() {
+    for (int s = 0; s < Fo::nleaf; ++s)
+      if (Fo::lane_leaf(s)) return true;
+    return false;
+  }
   template <int I, bool Raw>
   FUSEX_HOST_OUTLINE root_lanes<I> gathered(idx_t i, int n) const {
+    // nothing read from memory per lane (a row group's row-shaped output:
+    // its mean, its rstd): every lane is computed where it is, no buffers
+    if constexpr (!any_lane_leaf()) return eval<I, Raw>(i);
     const binding<Fo> saved = b;
     alignas(64) unsigned char bufs[Fo::nleaf][8 * V];
     unrolled<Fo::nleaf>([&](auto ss) FUSEX_HOST_LAMBDA { gather_leaf<decltype(ss)::value>(i, n, bufs[decltype(ss)::value]); });
