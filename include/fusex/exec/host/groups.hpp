@@ -526,8 +526,12 @@ struct row_block_sink : row_reduce_sink<C, Ms...> {
   template <class E, int M, int J>
   static consteval bool bf16_pairs_root() {
     constexpr auto f = E::template bf16_pairs_form<J>();
+#if FUSEX_HOST_SIMD
     if constexpr (f.leaf < 0) return false;
     else return requires(typename host_row_acc<C, M>::block& b) { b.template add_pairs<f.kind>(simd::u32v{}, 0); };
+#else
+    return false;  // scalar lanes (nvcc's host pass): no pairs
+#endif
   }
   template <class E, std::size_t... J>
   static consteval bool bf16_pairs_of(std::index_sequence<J...>) {
@@ -558,6 +562,7 @@ struct row_block_sink : row_reduce_sink<C, Ms...> {
   }
   template <class E>
   FUSEX_HOST_INLINE void run_block(const E& e, idx_t i) {
+#if FUSEX_HOST_SIMD
     if constexpr (bf16_pairs<E>()) {
       const bool ready = std::apply([](const auto&... x) { return (x.pairs_ready() && ...); }, this->acc);
       if (ready) {
@@ -587,6 +592,7 @@ struct row_block_sink : row_reduce_sink<C, Ms...> {
         return;
       }
     }
+#endif
     [&]<std::size_t... J>(std::index_sequence<J...>) FUSEX_HOST_LAMBDA {
       std::tuple<typename host_row_acc<C, Ms>::block...> part{std::get<J>(this->acc).begin_block()...};
       // unrolled: a block may keep several chains per slot, picked by k
