@@ -363,7 +363,6 @@ struct float_moments_acc {
     }
     unshifted_ = true;
   }
-  bool unshifted() const { return unshifted_; }
   // The row pass's protocol for bf16 pairs (row_block_sink): before the
   // row, and may a block take pairs now (not in a row centred on its mean)?
   void start_pairs() { start_unshifted(); }

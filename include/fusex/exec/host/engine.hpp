@@ -685,14 +685,14 @@ struct engine {
       return gathered<I, Raw>(i, n);
     }
   }
-  // Lanes [i, i + n) of instance I at their strides: each load's lanes
-  // gathered into a buffer (lanes past n repeat lane n - 1), then the same
-  // evaluation.
   static consteval bool any_lane_leaf() {
     for (int s = 0; s < Fo::nleaf; ++s)
       if (Fo::lane_leaf(s)) return true;
     return false;
   }
+  // Lanes [i, i + n) of instance I at their strides: each load's lanes
+  // gathered into a buffer (lanes past n repeat lane n - 1), then the same
+  // evaluation.
   template <int I, bool Raw>
   FUSEX_HOST_OUTLINE root_lanes<I> gathered(idx_t i, int n) const {
     // nothing read from memory per lane (a row group's row-shaped output:
